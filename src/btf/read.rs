@@ -1,0 +1,428 @@
+//! Reading raw BTF, and the `.BTF` section of ELF files, into a [`Btf`].
+//!
+//! The reader checks the structure it needs to parse safely (header, section bounds,
+//! record lengths, known kinds, reserved bits); the semantic checks the kernel makes
+//! are the validator's.
+
+use super::*;
+use std::fmt;
+use std::path::Path;
+
+/// The BTF magic number.
+pub const BTF_MAGIC: u16 = 0xeb9f;
+/// The BTF version we read and write.
+pub const BTF_VERSION: u8 = 1;
+/// Size of the classic BTF header.
+pub const HEADER_LEN: usize = 24;
+
+/// Why a BTF blob could not be read or is not valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BtfError {
+    /// The data ends before a structure it must hold.
+    Truncated(String),
+    /// The magic number is wrong.
+    BadMagic(u16),
+    /// The version is not 1.
+    BadVersion(u8),
+    /// A header field is out of range.
+    BadHeader(String),
+    /// A type record is malformed; `id` is the type id.
+    BadType {
+        /// Id of the offending type.
+        id: u32,
+        /// What is wrong.
+        what: String,
+    },
+    /// The string section is malformed.
+    BadStrings(String),
+    /// The file is not BTF or has no `.BTF` section.
+    NotBtf(String),
+}
+
+impl fmt::Display for BtfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BtfError::Truncated(what) => write!(f, "truncated BTF: {what}"),
+            BtfError::BadMagic(m) => write!(f, "bad BTF magic {m:#06x} (expected 0xeb9f)"),
+            BtfError::BadVersion(v) => write!(f, "unsupported BTF version {v}"),
+            BtfError::BadHeader(what) => write!(f, "bad BTF header: {what}"),
+            BtfError::BadType { id, what } => write!(f, "bad BTF type [{id}]: {what}"),
+            BtfError::BadStrings(what) => write!(f, "bad BTF string section: {what}"),
+            BtfError::NotBtf(what) => write!(f, "{what}"),
+        }
+    }
+}
+
+impl std::error::Error for BtfError {}
+
+fn bad_type(id: u32, what: impl Into<String>) -> BtfError {
+    BtfError::BadType {
+        id,
+        what: what.into(),
+    }
+}
+
+/// A cursor over little- or big-endian words.
+struct Words<'a> {
+    data: &'a [u8],
+    pos: usize,
+    endian: Endian,
+}
+
+impl Words<'_> {
+    fn u32(&mut self) -> Option<u32> {
+        let b: [u8; 4] = self.data.get(self.pos..self.pos + 4)?.try_into().ok()?;
+        self.pos += 4;
+        Some(match self.endian {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        })
+    }
+}
+
+/// Parses a raw BTF blob. `base` is required for split BTF (ids and string offsets
+/// continue the base's) and must be None otherwise.
+pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
+    if data.len() < HEADER_LEN {
+        return Err(BtfError::Truncated(format!(
+            "{} bytes, shorter than the {HEADER_LEN}-byte header",
+            data.len()
+        )));
+    }
+    let endian = match [data[0], data[1]] {
+        [0x9f, 0xeb] => Endian::Little,
+        [0xeb, 0x9f] => Endian::Big,
+        _ => return Err(BtfError::BadMagic(u16::from_le_bytes([data[0], data[1]]))),
+    };
+    if let Some(b) = &base {
+        if b.endian() != endian {
+            return Err(BtfError::BadHeader(
+                "byte order differs from the base BTF".into(),
+            ));
+        }
+    }
+    if data[2] != BTF_VERSION {
+        return Err(BtfError::BadVersion(data[2]));
+    }
+    if data[3] != 0 {
+        return Err(BtfError::BadHeader(format!("flags {:#x} are not 0", data[3])));
+    }
+    let mut w = Words {
+        data,
+        pos: 4,
+        endian,
+    };
+    let mut next = || w.u32().expect("header length checked");
+    let hdr_len = next() as usize;
+    let (type_off, type_len, str_off, str_len) = (next(), next(), next(), next());
+    if hdr_len < HEADER_LEN || hdr_len > data.len() {
+        return Err(BtfError::BadHeader(format!(
+            "header length {hdr_len} (file is {} bytes)",
+            data.len()
+        )));
+    }
+    if hdr_len % 4 != 0 {
+        return Err(BtfError::BadHeader(format!("header length {hdr_len} is not 4-aligned")));
+    }
+    let header_extra = data[HEADER_LEN..hdr_len].to_vec();
+    if header_extra.iter().any(|&b| b != 0) {
+        // libbpf accepts a longer header only if the bytes it does not know are zero.
+        // The layout words of libbpf ≥ 1.8 are zero when there is no layout section.
+        return Err(BtfError::BadHeader(
+            "unknown non-zero fields past the 24-byte header".into(),
+        ));
+    }
+    let body = &data[hdr_len..];
+    let section = |off: u32, len: u32, what: &str| -> Result<&[u8], BtfError> {
+        let end = (off as u64) + (len as u64);
+        if end > body.len() as u64 {
+            return Err(BtfError::Truncated(format!(
+                "{what} section {off}+{len} ends past the data ({} bytes after the header)",
+                body.len()
+            )));
+        }
+        Ok(&body[off as usize..end as usize])
+    };
+    let type_data = section(type_off, type_len, "type")?;
+    let str_data = section(str_off, str_len, "string")?;
+    if type_off % 4 != 0 {
+        return Err(BtfError::BadHeader(format!("type section offset {type_off} is not 4-aligned")));
+    }
+    let (t_lo, t_hi) = (type_off as u64, type_off as u64 + type_len as u64);
+    let (s_lo, s_hi) = (str_off as u64, str_off as u64 + str_len as u64);
+    if t_lo < s_hi && s_lo < t_hi {
+        return Err(BtfError::BadHeader("type and string sections overlap".into()));
+    }
+    check_strings(str_data, base.is_some())?;
+
+    let mut btf = Btf::from_parts(base, Vec::new(), str_data.to_vec(), endian);
+    btf.set_header_extra(header_extra);
+    let mut w = Words {
+        data: type_data,
+        pos: 0,
+        endian,
+    };
+    while w.pos < type_data.len() {
+        let id = btf.type_count() + 1;
+        let t = parse_type(&mut w, id)?;
+        btf.push_type(t);
+    }
+    Ok(btf)
+}
+
+/// The string section must end with a NUL; a base's must start with one (offset 0 is
+/// the empty name). A split BTF's may be empty.
+fn check_strings(strs: &[u8], split: bool) -> Result<(), BtfError> {
+    if strs.is_empty() {
+        return if split {
+            Ok(())
+        } else {
+            Err(BtfError::BadStrings("empty string section".into()))
+        };
+    }
+    if !split && strs[0] != 0 {
+        return Err(BtfError::BadStrings("does not start with a NUL".into()));
+    }
+    if strs[strs.len() - 1] != 0 {
+        return Err(BtfError::BadStrings("does not end with a NUL".into()));
+    }
+    if strs.len() > (1 << 31) - 1 {
+        return Err(BtfError::BadStrings("larger than 2 GiB".into()));
+    }
+    Ok(())
+}
+
+fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
+    let trunc = || bad_type(id, "record truncated");
+    let name = StrOffset(w.u32().ok_or_else(trunc)?);
+    let info = w.u32().ok_or_else(trunc)?;
+    let size_or_type = w.u32().ok_or_else(trunc)?;
+    let vlen = (info & 0xffff) as usize;
+    let raw_kind = (info >> 24) & 0x1f;
+    let kflag = info >> 31 == 1;
+    if info & 0x60ff_0000 != 0 {
+        return Err(bad_type(id, format!("reserved bits set in info {info:#010x}")));
+    }
+    let kind = Kind::from_raw(raw_kind)
+        .ok_or_else(|| bad_type(id, format!("unknown kind {raw_kind}")))?;
+    // Every record's payload must fit in what is left, before we allocate for it.
+    let per_item = match kind {
+        Kind::Struct | Kind::Union | Kind::Enum64 | Kind::Datasec => 12,
+        Kind::Enum | Kind::FuncProto => 8,
+        _ => 0,
+    };
+    if per_item * vlen > w.data.len() - w.pos {
+        return Err(bad_type(id, format!("vlen {vlen} runs past the type section")));
+    }
+    let no_vlen = |k: Kind| -> Result<(), BtfError> {
+        if vlen != 0 {
+            return Err(bad_type(id, format!("{} with vlen {vlen}", k.name())));
+        }
+        Ok(())
+    };
+    let no_kflag = |k: Kind| -> Result<(), BtfError> {
+        if kflag {
+            return Err(bad_type(id, format!("{} with kflag set", k.name())));
+        }
+        Ok(())
+    };
+    let t = TypeId(size_or_type);
+    let tk = match kind {
+        Kind::Int => {
+            no_vlen(kind)?;
+            no_kflag(kind)?;
+            let enc = w.u32().ok_or_else(trunc)?;
+            if enc & 0xf000_ff00 != 0 {
+                return Err(bad_type(id, format!("reserved bits set in INT data {enc:#010x}")));
+            }
+            TypeKind::Int {
+                size: size_or_type,
+                encoding: ((enc >> 24) & 0x0f) as u8,
+                offset: ((enc >> 16) & 0xff) as u8,
+                bits: (enc & 0xff) as u8,
+            }
+        }
+        Kind::Ptr | Kind::Typedef | Kind::Volatile | Kind::Const | Kind::Restrict => {
+            no_vlen(kind)?;
+            no_kflag(kind)?;
+            match kind {
+                Kind::Ptr => TypeKind::Ptr(t),
+                Kind::Typedef => TypeKind::Typedef(t),
+                Kind::Volatile => TypeKind::Volatile(t),
+                Kind::Const => TypeKind::Const(t),
+                _ => TypeKind::Restrict(t),
+            }
+        }
+        Kind::Array => {
+            no_vlen(kind)?;
+            no_kflag(kind)?;
+            TypeKind::Array {
+                elem_type: TypeId(w.u32().ok_or_else(trunc)?),
+                index_type: TypeId(w.u32().ok_or_else(trunc)?),
+                nelems: w.u32().ok_or_else(trunc)?,
+            }
+        }
+        Kind::Struct | Kind::Union => {
+            let mut members = Vec::with_capacity(vlen);
+            for _ in 0..vlen {
+                members.push(Member {
+                    name: StrOffset(w.u32().ok_or_else(trunc)?),
+                    type_id: TypeId(w.u32().ok_or_else(trunc)?),
+                    offset: w.u32().ok_or_else(trunc)?,
+                });
+            }
+            let c = Composite {
+                size: size_or_type,
+                kflag,
+                members,
+            };
+            if kind == Kind::Struct {
+                TypeKind::Struct(c)
+            } else {
+                TypeKind::Union(c)
+            }
+        }
+        Kind::Enum => {
+            let mut values = Vec::with_capacity(vlen);
+            for _ in 0..vlen {
+                values.push(EnumValue {
+                    name: StrOffset(w.u32().ok_or_else(trunc)?),
+                    value: w.u32().ok_or_else(trunc)?,
+                });
+            }
+            TypeKind::Enum {
+                size: size_or_type,
+                signed: kflag,
+                values,
+            }
+        }
+        Kind::Enum64 => {
+            let mut values = Vec::with_capacity(vlen);
+            for _ in 0..vlen {
+                let name = StrOffset(w.u32().ok_or_else(trunc)?);
+                let lo = w.u32().ok_or_else(trunc)? as u64;
+                let hi = w.u32().ok_or_else(trunc)? as u64;
+                values.push(Enum64Value {
+                    name,
+                    value: hi << 32 | lo,
+                });
+            }
+            TypeKind::Enum64 {
+                size: size_or_type,
+                signed: kflag,
+                values,
+            }
+        }
+        Kind::Fwd => {
+            no_vlen(kind)?;
+            TypeKind::Fwd { union: kflag }
+        }
+        Kind::Func => {
+            no_kflag(kind)?;
+            TypeKind::Func {
+                proto: t,
+                linkage: vlen as u16,
+            }
+        }
+        Kind::FuncProto => {
+            no_kflag(kind)?;
+            let mut params = Vec::with_capacity(vlen);
+            for _ in 0..vlen {
+                params.push(Param {
+                    name: StrOffset(w.u32().ok_or_else(trunc)?),
+                    type_id: TypeId(w.u32().ok_or_else(trunc)?),
+                });
+            }
+            TypeKind::FuncProto { ret: t, params }
+        }
+        Kind::Var => {
+            no_vlen(kind)?;
+            no_kflag(kind)?;
+            TypeKind::Var {
+                type_id: t,
+                linkage: w.u32().ok_or_else(trunc)?,
+            }
+        }
+        Kind::Datasec => {
+            no_kflag(kind)?;
+            let mut entries = Vec::with_capacity(vlen);
+            for _ in 0..vlen {
+                entries.push(VarSecInfo {
+                    type_id: TypeId(w.u32().ok_or_else(trunc)?),
+                    offset: w.u32().ok_or_else(trunc)?,
+                    size: w.u32().ok_or_else(trunc)?,
+                });
+            }
+            TypeKind::Datasec {
+                size: size_or_type,
+                entries,
+            }
+        }
+        Kind::Float => {
+            no_vlen(kind)?;
+            no_kflag(kind)?;
+            TypeKind::Float { size: size_or_type }
+        }
+        Kind::DeclTag => {
+            no_vlen(kind)?;
+            TypeKind::DeclTag {
+                type_id: t,
+                component_idx: w.u32().ok_or_else(trunc)? as i32,
+                kflag,
+            }
+        }
+        Kind::TypeTag => {
+            no_vlen(kind)?;
+            TypeKind::TypeTag { type_id: t, kflag }
+        }
+    };
+    Ok(Type { name, kind: tk })
+}
+
+/// Where a BTF blob was found in a file.
+pub enum Source {
+    /// The whole file is raw BTF.
+    Raw,
+    /// The `.BTF` section of an ELF file.
+    ElfSection,
+}
+
+/// Returns the raw BTF bytes of `data`: the file itself if it starts with the BTF
+/// magic, or the contents of ELF section `section` (normally `.BTF`).
+pub fn btf_bytes<'a>(data: &'a [u8], section: &str) -> Result<(std::borrow::Cow<'a, [u8]>, Source), BtfError> {
+    use object::{Object, ObjectSection};
+    if data.len() >= 2 && (data[..2] == [0x9f, 0xeb] || data[..2] == [0xeb, 0x9f]) {
+        return Ok((data.into(), Source::Raw));
+    }
+    if data.len() >= 4 && data[..4] == *b"\x7fELF" {
+        let file = object::File::parse(data)
+            .map_err(|e| BtfError::NotBtf(format!("cannot parse ELF: {e}")))?;
+        let sec = file
+            .section_by_name(section)
+            .ok_or_else(|| BtfError::NotBtf(format!("ELF file has no {section} section")))?;
+        let bytes = sec
+            .uncompressed_data()
+            .map_err(|e| BtfError::NotBtf(format!("cannot read ELF section {section}: {e}")))?;
+        return Ok((bytes, Source::ElfSection));
+    }
+    Err(BtfError::NotBtf(
+        "neither raw BTF (magic 0xeb9f) nor an ELF file".into(),
+    ))
+}
+
+/// Reads BTF from a file: raw BTF, or the `.BTF` section of an ELF file.
+/// Errors name the file.
+pub fn read_file(path: &Path, base: Option<Arc<Btf>>) -> Result<Btf, crate::Error> {
+    read_file_section(path, ".BTF", base)
+}
+
+/// Reads BTF from a file: raw BTF, or ELF section `section` of an ELF file.
+pub fn read_file_section(
+    path: &Path,
+    section: &str,
+    base: Option<Arc<Btf>>,
+) -> Result<Btf, crate::Error> {
+    let data = std::fs::read(path).map_err(|e| crate::Error::io(path, e))?;
+    let (bytes, _) = btf_bytes(&data, section).map_err(|e| crate::Error::btf(path, e))?;
+    parse(&bytes, base).map_err(|e| crate::Error::btf(path, e))
+}

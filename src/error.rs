@@ -1,0 +1,82 @@
+//! The error type of the library: what went wrong, and with which file.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// An error that names the file it concerns.
+#[derive(Debug)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        err: std::io::Error,
+    },
+    /// A BTF blob is malformed.
+    Btf {
+        /// The file holding it.
+        path: PathBuf,
+        /// What is wrong.
+        err: crate::btf::BtfError,
+    },
+    /// Any other problem with an input or output file.
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A problem not tied to one file (bad command line …).
+    Msg(String),
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, err: std::io::Error) -> Error {
+        Error::Io {
+            path: path.to_path_buf(),
+            err,
+        }
+    }
+
+    /// A BTF format error in `path`.
+    pub fn btf(path: &Path, err: crate::btf::BtfError) -> Error {
+        Error::Btf {
+            path: path.to_path_buf(),
+            err,
+        }
+    }
+
+    /// Another problem with `path`.
+    pub fn file(path: &Path, msg: impl Into<String>) -> Error {
+        Error::File {
+            path: path.to_path_buf(),
+            msg: msg.into(),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, err } => write!(f, "{}: {err}", path.display()),
+            Error::Btf { path, err } => write!(f, "{}: {err}", path.display()),
+            Error::File { path, msg } => write!(f, "{}: {msg}", path.display()),
+            Error::Msg(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { err, .. } => Some(err),
+            Error::Btf { err, .. } => Some(err),
+            _ => None,
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,13 @@
+//! dwarf2btf: encode the DWARF of Linux kernels and modules into BTF, the same BTF as
+//! `pahole -J`, in a fraction of its time and memory.
+//!
+//! Data flows one way: ELF → DWARF → CU arena → encoder → dedup → writer.
+//! See DESIGN.md for the phases and who owns what memory.
+#![deny(missing_docs)]
+
+pub mod btf;
+pub mod cli;
+mod error;
+pub mod output;
+
+pub use error::{Error, Result};
