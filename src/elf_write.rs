@@ -816,6 +816,9 @@ fn check_replaceable(elf: &Elf<'_>, idx: usize, name: &str) -> Res<()> {
     if idx == elf.shstrndx {
         return refuse("it is the section name table");
     }
+    if s.kind == SHT_NULL {
+        return refuse("it is an SHT_NULL (inactive) section header");
+    }
     if s.kind == SHT_NOBITS && !elf.is_fixed(s) {
         // An unloaded NOBITS section simply gets contents, as objcopy does.
     } else if s.kind == SHT_NOBITS {
