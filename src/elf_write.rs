@@ -18,6 +18,7 @@
 //! the temporary file instead of being built in memory.
 
 use crate::Error;
+use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
 use std::path::Path;
@@ -581,29 +582,32 @@ fn build_plan<'a>(input: &'a [u8], sections: &[(&str, &'a [u8])]) -> Res<Plan<'a
     }
 
     // Resolve each request to an existing section or a new one.
-    let mut targets: Vec<(Option<usize>, &str, &[u8])> = Vec::new();
-    for (i, &(name, data)) in sections.iter().enumerate() {
+    let mut wanted: HashMap<&[u8], Option<usize>> = HashMap::with_capacity(sections.len());
+    for &(name, _) in sections {
         if name.is_empty() || name.contains('\0') {
             return Err(ElfWriteError::BadRequest(format!(
                 "invalid section name {name:?}"
             )));
         }
-        if sections[..i].iter().any(|(n, _)| *n == name) {
+        if wanted.insert(name.as_bytes(), None).is_some() {
             return Err(ElfWriteError::BadRequest(format!(
                 "section {name} requested twice"
             )));
         }
-        let mut found = None;
-        for idx in 1..elf.shdrs.len() {
-            if elf.section_name(idx)? == name.as_bytes() {
-                if let Some(prev) = found {
-                    return Err(ElfWriteError::Unsupported(format!(
-                        "more than one section named {name} ([{prev}] and [{idx}])"
-                    )));
-                }
-                found = Some(idx);
+    }
+    for idx in 1..elf.shdrs.len() {
+        if let Some(slot) = wanted.get_mut(elf.section_name(idx)?) {
+            if let Some(prev) = slot.replace(idx) {
+                return Err(ElfWriteError::Unsupported(format!(
+                    "more than one section named {} ([{prev}] and [{idx}])",
+                    String::from_utf8_lossy(elf.section_name(idx)?)
+                )));
             }
         }
+    }
+    let mut targets: Vec<(Option<usize>, &str, &[u8])> = Vec::with_capacity(sections.len());
+    for &(name, data) in sections {
+        let found = wanted[name.as_bytes()];
         if let Some(idx) = found {
             check_replaceable(&elf, idx, name)?;
         }
@@ -956,6 +960,36 @@ mod tests {
             assert_eq!(section(&out3, ".BTF.base").unwrap().1, b"yz");
             assert_eq!(Elf::parse(&out3).unwrap().shdrs.len(), 5);
         }
+    }
+
+    /// Past 0xff00 sections the count moves to section 0's `sh_size` (e_shnum = 0).
+    #[test]
+    fn extended_section_numbering() {
+        use object::{Object, ObjectSection};
+        let input = tiny(true, true);
+        let names: Vec<String> = (0..SHN_LORESERVE).map(|i| format!(".s{i}")).collect();
+        let reqs: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &b""[..])).collect();
+        let out = set_sections(&input, &reqs).unwrap();
+        let fmt = Format {
+            is64: true,
+            le: true,
+        };
+        assert_eq!(fmt.u16(&out, 60), 0, "e_shnum");
+        let count = 3 + SHN_LORESERVE;
+        let parsed = object::File::parse(&*out).unwrap();
+        assert_eq!(parsed.sections().count(), count - 1);
+        assert!(parsed.section_by_name(".s65279").is_some());
+        // Adding to a file already in extended numbering keeps it.
+        let out2 = set_sections(&out, &[(".BTF", b"xyz")]).unwrap();
+        assert_eq!(fmt.u16(&out2, 60), 0, "e_shnum");
+        let parsed = object::File::parse(&*out2).unwrap();
+        assert_eq!(parsed.sections().count(), count);
+        let btf = parsed.section_by_name(".BTF").unwrap();
+        assert_eq!(btf.data().unwrap(), b"xyz");
+        assert_eq!(
+            parsed.section_by_name(".text").unwrap().data().unwrap(),
+            b"\x90\x90\xc3\x00"
+        );
     }
 
     #[test]

@@ -201,9 +201,40 @@ fn linked_executable() {
         eprintln!("skipping: gcc cannot link here: {err}");
         return;
     }
+    let original = std::fs::read(&exe).unwrap();
     let btf = payload(777, 5);
     write_sections_in_place(&exe, &[(".BTF", btf.clone())]).unwrap();
     check_elf(&exe, &[(".BTF", &btf)]);
     let status = Command::new(&exe).status().unwrap();
     assert_eq!(status.code(), Some(3));
+    let segments = |p: &Path| run_clean(Command::new("readelf").arg("-lW").arg(p));
+    let orig_path = dir.join("orig");
+    std::fs::write(&orig_path, &original).unwrap();
+    assert_eq!(segments(&exe), segments(&orig_path));
+
+    // A loaded section keeps its size; same-size contents go in place.
+    let text = {
+        let d = dir.join("text");
+        run_clean(
+            Command::new("objcopy")
+                .arg(format!("--dump-section=.text={}", d.display()))
+                .arg(&orig_path)
+                .arg(dir.join("scratch")),
+        );
+        std::fs::read(d).unwrap()
+    };
+    let mut longer = text.clone();
+    longer.push(0xc3);
+    let err = set_sections(&original, &[(".text", &longer)]).unwrap_err();
+    assert!(err.to_string().contains("cannot change"), "{err}");
+    assert!(set_sections(&original, &[(".text", &text)]).unwrap() == original);
+    // Sections other sections depend on are refused.
+    let err = set_sections(&original, &[(".strtab", b"\0")]).unwrap_err();
+    assert!(err.to_string().contains("links to it"), "{err}");
+    // A non-loaded section may grow: it moves to the end.
+    let comment = payload(3000, 4);
+    let out = set_sections(&original, &[(".comment", &comment)]).unwrap();
+    std::fs::write(&exe, &out).unwrap();
+    check_elf(&exe, &[(".comment", &comment)]);
+    assert_eq!(Command::new(&exe).status().unwrap().code(), Some(3));
 }
