@@ -664,7 +664,7 @@ fn build_plan<'a>(input: &'a [u8], sections: &[(&str, &'a [u8])]) -> Res<Plan<'a
             placements.push(Placement::InPlace);
         } else {
             placements.push(Placement::Append {
-                erase_old: !shared && s.kind != SHT_NOBITS,
+                erase_old: !shared && s.kind != SHT_NOBITS && s.size > 0,
             });
         }
     }
@@ -735,7 +735,9 @@ fn build_plan<'a>(input: &'a [u8], sections: &[(&str, &'a [u8])]) -> Res<Plan<'a
             }
             (Placement::InPlace, Some(idx)) => {
                 let s = &mut shdrs[idx];
-                patches.push((s.offset, Chunk::Data(data)));
+                if new_size > 0 {
+                    patches.push((s.offset, Chunk::Data(data)));
+                }
                 if s.size > new_size {
                     patches.push((s.offset + new_size, Chunk::Zeros(s.size - new_size)));
                 }
@@ -933,7 +935,10 @@ mod tests {
         (1..elf.shdrs.len()).find_map(|i| {
             (elf.section_name(i).unwrap() == name.as_bytes()).then(|| {
                 let s = elf.shdrs[i].clone();
-                let d = elf_bytes[s.offset as usize..(s.offset + s.size) as usize].to_vec();
+                let d = match s.size {
+                    0 => Vec::new(),
+                    n => elf_bytes[s.offset as usize..(s.offset + n) as usize].to_vec(),
+                };
                 (s, d)
             })
         })
@@ -1018,11 +1023,48 @@ mod tests {
         ));
     }
 
+    /// An empty section's offset means nothing; giving it contents must not patch there.
+    #[test]
+    fn empty_section_gets_contents() {
+        let mut input = tiny(true, true);
+        let fmt = Format {
+            is64: true,
+            le: true,
+        };
+        let shoff = fmt.u64(&input, 40) as usize;
+        // .text (section 1): size 0 at an offset past the end of the file.
+        let text = shoff + 64;
+        fmt.put(&mut input, text + 24, 1_000_000u64.to_le_bytes());
+        fmt.put(&mut input, text + 32, 0u64.to_le_bytes());
+        let out = set_sections(&input, &[(".text", b"")]).unwrap();
+        assert_eq!(section(&out, ".text").unwrap().1, b"");
+        let out = set_sections(&input, &[(".text", b"\xc3")]).unwrap();
+        assert_eq!(section(&out, ".text").unwrap().1, b"\xc3");
+    }
+
     #[test]
     fn bad_requests() {
         let good = tiny(true, true);
         assert!(set_sections(&good, &[("", b"x")]).is_err());
         assert!(set_sections(&good, &[(".a", b"x"), (".a", b"y")]).is_err());
         assert!(set_sections(&good, &[(".shstrtab", b"x")]).is_err());
+        let mut signed = good.clone();
+        signed.extend_from_slice(MODULE_SIG_MAGIC);
+        let err = set_sections(&signed, &[(".BTF", b"x")]).unwrap_err();
+        assert!(err.to_string().contains("signature"), "{err}");
+        // Name the section name table ".text" too: which .text is meant is unclear.
+        let mut twice = good.clone();
+        let fmt = Format {
+            is64: true,
+            le: true,
+        };
+        let shoff = fmt.u64(&twice, 40) as usize;
+        fmt.put_u32(&mut twice, shoff + 2 * 64, 1);
+        let err = set_sections(&twice, &[(".text", b"x")]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("more than one section named .text"),
+            "{err}"
+        );
     }
 }
