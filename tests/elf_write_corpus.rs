@@ -14,13 +14,7 @@ const MODULES: [&str; 3] = ["vsock_loopback", "nf_tables", "nf_conntrack"];
 /// The `.BTF` section of vmlinux as a raw file: the base of the module references.
 fn vmlinux_btf(corpus: &Path, dir: &TempDir) -> std::path::PathBuf {
     let out = dir.join("vmlinux.btf");
-    run_clean(
-        Command::new("objcopy")
-            .arg(format!("--dump-section=.BTF={}", out.display()))
-            .arg(corpus.join("vmlinux"))
-            .arg(dir.join("vmlinux.objcopy-out")),
-    );
-    let _ = std::fs::remove_file(dir.join("vmlinux.objcopy-out"));
+    std::fs::write(&out, read_section(&corpus.join("vmlinux"), ".BTF")).unwrap();
     out
 }
 

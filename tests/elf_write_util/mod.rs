@@ -185,3 +185,22 @@ pub fn section_fields(
     }
     None
 }
+
+/// The bytes of section `name`, located with `readelf -SW` and read straight from the
+/// file (no 340 MB scratch copy, which `objcopy --dump-section` would write).
+pub fn read_section(path: &Path, name: &str) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let out = run_clean(Command::new("readelf").arg("-SW").arg(path));
+    let line = out
+        .lines()
+        .find(|l| l.split_whitespace().any(|w| w == name) && l.contains(']'))
+        .unwrap_or_else(|| panic!("no section {name} in {}", path.display()));
+    let cols: Vec<&str> = line.split(']').nth(1).unwrap().split_whitespace().collect();
+    let off = u64::from_str_radix(cols[3], 16).unwrap();
+    let size = usize::from_str_radix(cols[4], 16).unwrap();
+    let mut f = std::fs::File::open(path).unwrap();
+    f.seek(SeekFrom::Start(off)).unwrap();
+    let mut buf = vec![0u8; size];
+    f.read_exact(&mut buf).unwrap();
+    buf
+}
