@@ -100,6 +100,29 @@ fn check_flavour(dir: &TempDir, obj: &Path) {
         assert_eq!(a.len(), b.len());
     }
 
+    // GNU objcopy (what pahole runs in a GCC kernel build: LLVM_OBJCOPY=$(OBJCOPY))
+    // gives the same header fields, but inserts .BTF before .symtab, renumbering the
+    // sections after it; we keep every index, as llvm-objcopy does.
+    let pay = dir.join("payload");
+    std::fs::write(&pay, &btf).unwrap();
+    let gnu = dir.join("gnu.o");
+    let (ok, _, err) = run(Command::new("objcopy")
+        .arg(format!("--add-section=.BTF={}", pay.display()))
+        .arg(obj)
+        .arg(&gnu));
+    if ok {
+        let (g, o) = (
+            section_fields(&gnu, ".BTF").unwrap(),
+            section_fields(&out, ".BTF").unwrap(),
+        );
+        assert_eq!(
+            (g.1, g.2, g.3, g.4, g.5, g.6),
+            (o.1, o.2, o.3, o.4, o.5, o.6)
+        );
+    } else {
+        eprintln!("GNU objcopy cannot handle {}: {err}", obj.display());
+    }
+
     // Replace with a larger payload, then set .BTF smaller plus a new .BTF.base.
     let bigger = payload(5000, 3);
     let replaced = set_sections(&added, &[(".BTF", &bigger)]).unwrap();
