@@ -1023,6 +1023,19 @@ mod tests {
         ));
     }
 
+    /// Bytes after the section header table belong to no header: they are kept, and
+    /// the new table goes after them.
+    #[test]
+    fn trailing_bytes_are_kept() {
+        let mut input = tiny(false, false);
+        input.extend_from_slice(b"TRAILER");
+        let out = set_sections(&input, &[(".BTF", b"payload")]).unwrap();
+        assert!(out[52..input.len() - 7] == input[52..input.len() - 7]);
+        assert_eq!(&out[input.len() - 7..input.len()], b"TRAILER");
+        assert_eq!(section(&out, ".BTF").unwrap().1, b"payload");
+        assert_eq!(section(&out, ".text").unwrap().1, b"\x90\x90\xc3\x00");
+    }
+
     /// An empty section's offset means nothing; giving it contents must not patch there.
     #[test]
     fn empty_section_gets_contents() {
