@@ -164,6 +164,9 @@ where
             for k in 1..jobs {
                 let spawned = std::thread::Builder::new()
                     .name(format!("dwarf2btf-worker-{k}"))
+                    // The main thread's usual stack, so a deep recursion that works
+                    // with one job does not overflow with more.
+                    .stack_size(WORKER_STACK)
                     .spawn_scoped(scope, || run.worker());
                 // Too few threads only slows the run down: the caller's worker and the
                 // ones already started still do every task.
@@ -176,6 +179,9 @@ where
     }
     run.finish()
 }
+
+/// Stack size of spawned workers: what Linux gives the main thread by default.
+const WORKER_STACK: usize = 8 << 20;
 
 /// What `produce` gave for one task, waiting in the window to be consumed.
 type Outcome<T, E> = Result<T, Failure<E>>;
