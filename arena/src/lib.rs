@@ -9,6 +9,17 @@
 //! [`GLOBAL`]), which counts live arenas and live bytes and keeps their peaks, so tests
 //! and `--time` output can show how much parsed-but-unencoded memory existed at once.
 //! [`rss`] reads the process's resident memory for the same reports.
+//!
+//! ```
+//! static TRACKER: arena::Tracker = arena::Tracker::new();
+//! let unit = arena::CuArena::with_tracker(&TRACKER);
+//! let name: &str = unit.alloc_str("task_struct");
+//! let offsets: &[u32] = unit.alloc_slice(&[0, 8, 16]);
+//! assert_eq!((name, offsets.len()), ("task_struct", 3));
+//! assert_eq!(TRACKER.stats().live_arenas, 1);
+//! drop(unit); // the whole unit goes at once
+//! assert_eq!(TRACKER.stats().live_bytes, 0);
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

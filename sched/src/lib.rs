@@ -138,6 +138,24 @@ pub const fn default_window(jobs: usize) -> usize {
 /// more, the calling thread is one of the workers. Returns the error, or the caught
 /// panic, of the first task in index order that failed; `consume` has then been called
 /// for exactly the tasks before it.
+///
+/// ```
+/// // Square numbers on two workers; collect them in order.
+/// let mut out = Vec::new();
+/// sched::run_ordered::<u64, String, _, _>(
+///     10,
+///     2,
+///     sched::default_window(2),
+///     |i| Ok((i * i) as u64),
+///     |i, square| {
+///         assert_eq!(out.len(), i);
+///         out.push(square);
+///         Ok(())
+///     },
+/// )
+/// .unwrap();
+/// assert_eq!(out, [0, 1, 4, 9, 16, 25, 36, 49, 64, 81]);
+/// ```
 pub fn run_ordered<T, E, P, C>(
     tasks: usize,
     jobs: usize,
@@ -235,6 +253,8 @@ struct Slots<T, E> {
     token_held: bool,
     /// The failure that ended the run, once reached in order.
     failure: Option<Error<E>>,
+    /// Workers asleep on `advanced`; waking nobody would cost a syscall per task.
+    waiting: usize,
 }
 
 /// Everything the workers of one run share.
@@ -290,6 +310,7 @@ where
                 ring: (0..window).map(|_| None).collect(),
                 token_held: false,
                 failure: None,
+                waiting: 0,
             }),
             advanced: Condvar::new(),
             produce,
@@ -341,10 +362,12 @@ where
             if task < self.next.load(Ordering::Acquire) + self.window {
                 return true;
             }
+            slots.waiting += 1;
             slots = self
                 .advanced
                 .wait(slots)
                 .unwrap_or_else(PoisonError::into_inner);
+            slots.waiting -= 1;
         }
     }
 
@@ -396,7 +419,9 @@ where
                     self.quit.store(true, Ordering::Release);
                 }
             }
-            self.advanced.notify_all();
+            if slots.waiting > 0 {
+                self.advanced.notify_all();
+            }
         }
         slots.token_held = false;
     }
