@@ -9,6 +9,7 @@ pub mod btf;
 pub mod cli;
 pub mod elf_write;
 mod error;
+pub mod mmap;
 pub mod output;
 
 pub use error::{Error, Result};
