@@ -21,6 +21,7 @@ use crate::Error;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
+use std::ops::Range;
 use std::path::Path;
 
 /// Why an ELF file cannot get the requested sections.
@@ -84,6 +85,8 @@ const SHN_LORESERVE: usize = 0xff00;
 const SHN_XINDEX: u16 = 0xffff;
 const PN_XNUM: u16 = 0xffff;
 const MODULE_SIG_MAGIC: &[u8] = b"~Module signature appended~\n";
+/// Input is copied in pieces of this size, each released from memory once written.
+const INPUT_PIECE: usize = 8 << 20;
 
 /// Class and byte order: how to read and write every header field.
 #[derive(Clone, Copy, Debug)]
@@ -500,9 +503,25 @@ impl Chunk<'_> {
         }
     }
 
-    fn write(&self, input: &[u8], w: &mut impl Write) -> std::io::Result<()> {
+    /// Writes the chunk; `copied` hears of each piece of the input once it has been
+    /// handed to `w`.
+    fn write(
+        &self,
+        input: &[u8],
+        w: &mut impl Write,
+        copied: &mut impl FnMut(Range<usize>),
+    ) -> std::io::Result<()> {
         match self {
-            Chunk::Input(a, b) => w.write_all(&input[*a as usize..*b as usize]),
+            Chunk::Input(a, b) => {
+                let (mut at, end) = (*a as usize, *b as usize);
+                while at < end {
+                    let piece = at..end.min(at + INPUT_PIECE);
+                    w.write_all(&input[piece.clone()])?;
+                    at = piece.end;
+                    copied(piece);
+                }
+                Ok(())
+            }
             Chunk::Data(d) => w.write_all(d),
             Chunk::Owned(d) => w.write_all(d),
             Chunk::Zeros(n) => {
@@ -535,16 +554,22 @@ impl Plan<'_> {
         self.keep + self.tail.iter().map(Chunk::len).sum::<u64>()
     }
 
-    fn write_to(&self, w: &mut impl Write) -> std::io::Result<()> {
+    /// Writes the output to `w`; `copied` hears of each piece of the input once written
+    /// (so that its pages can be released).
+    fn write_to(
+        &self,
+        w: &mut impl Write,
+        copied: &mut impl FnMut(Range<usize>),
+    ) -> std::io::Result<()> {
         let mut at = 0u64;
         for (off, chunk) in &self.patches {
-            Chunk::Input(at, *off).write(self.input, w)?;
-            chunk.write(self.input, w)?;
+            Chunk::Input(at, *off).write(self.input, w, copied)?;
+            chunk.write(self.input, w, copied)?;
             at = off + chunk.len();
         }
-        Chunk::Input(at, self.keep).write(self.input, w)?;
+        Chunk::Input(at, self.keep).write(self.input, w, copied)?;
         for chunk in &self.tail {
-            chunk.write(self.input, w)?;
+            chunk.write(self.input, w, copied)?;
         }
         Ok(())
     }
@@ -847,7 +872,7 @@ fn check_replaceable(elf: &Elf<'_>, idx: usize, name: &str) -> Res<()> {
 pub fn set_sections(input: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>, ElfWriteError> {
     let plan = build_plan(input, sections)?;
     let mut out = Vec::with_capacity(plan.len() as usize);
-    plan.write_to(&mut out)
+    plan.write_to(&mut out, &mut |_| {})
         .expect("writing into a Vec cannot fail");
     Ok(out)
 }
@@ -873,7 +898,11 @@ pub fn write_sections_in_place(path: &Path, sections: &[(&str, Vec<u8>)]) -> Res
     let plan = build_plan(&map, &refs).map_err(|e| Error::file(path, e.to_string()))?;
     crate::output::write_atomic_with(&real, |f| {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        plan.write_to(&mut w)?;
+        // Copied input pages are not read again: give them back, so rewriting a
+        // 340 MB vmlinux does not leave it all resident. Best effort.
+        plan.write_to(&mut w, &mut |piece| {
+            let _ = crate::mmap::release_range(&map, piece);
+        })?;
         w.flush()
     })
 }
