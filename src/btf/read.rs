@@ -451,6 +451,12 @@ pub fn btf_bytes<'a>(
             .map_err(|e| BtfError::NotBtf(format!("cannot read ELF section {section}: {e}")))?;
         return Ok((bytes, Source::ElfSection));
     }
+    if data.len() >= 2 {
+        return Err(BtfError::NotBtf(format!(
+            "bad BTF magic {:#06x} (expected 0xeb9f), and not an ELF file",
+            u16::from_le_bytes([data[0], data[1]])
+        )));
+    }
     Err(BtfError::NotBtf(
         "neither raw BTF (magic 0xeb9f) nor an ELF file".into(),
     ))
