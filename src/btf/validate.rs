@@ -172,6 +172,20 @@ fn valid_section_name(s: &[u8]) -> bool {
     !s.is_empty() && s.len() <= MAX_NAME_LEN && s.iter().all(|c| (0x20..0x7f).contains(c))
 }
 
+/// "member #i 'name'" for messages, formatted only when a problem is reported.
+struct MemberAt<'b>(&'b Btf, usize, StrOffset);
+
+impl fmt::Display for MemberAt<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "member #{} '{}'", self.1, show(self.0, self.2))
+    }
+}
+
+/// A name for a message (lossy; `?` if the offset is bad).
+fn show(btf: &Btf, off: StrOffset) -> String {
+    String::from_utf8_lossy(btf.str_bytes(off).unwrap_or(b"?")).into_owned()
+}
+
 fn bits_roundup_bytes(bits: u64) -> u64 {
     bits.div_ceil(8)
 }
@@ -194,7 +208,7 @@ impl<'a> Validator<'a> {
     }
 
     fn show(&self, off: StrOffset) -> String {
-        String::from_utf8_lossy(self.name(off).unwrap_or(b"?")).into_owned()
+        show(self.btf, off)
     }
 
     /// `btf_name_offset_valid`.
@@ -230,21 +244,18 @@ impl<'a> Validator<'a> {
 
     /// Checks a type id a record refers to: in range of the kernel's limit and of
     /// this BTF. `what` names the field.
-    fn check_ref(&mut self, id: TypeId, what: &str, void_ok: bool) -> bool {
+    fn check_ref(&mut self, id: TypeId, what: impl Fn() -> String, void_ok: bool) {
         if id.0 == 0 {
             if !void_ok {
-                self.problem(format!("{what} is void (type id 0)"));
+                self.problem(format!("{} is void (type id 0)", what()));
             }
-            return void_ok;
-        }
-        if id.0 > self.btf.type_count() || id.0 > MAX_TYPE {
+        } else if id.0 > self.btf.type_count() || id.0 > MAX_TYPE {
             self.problem(format!(
-                "{what} refers to type id {id}, past the last type {}",
+                "{} refers to type id {id}, past the last type {}",
+                what(),
                 self.btf.type_count()
             ));
-            return false;
         }
-        true
     }
 
     /// Per-record checks (`btf_check_meta` and the kinds' `check_meta`).
@@ -305,7 +316,7 @@ impl<'a> Validator<'a> {
                     }
                     _ => {}
                 }
-                self.check_ref(*r, "target", true);
+                self.check_ref(*r, || "target".into(), true);
             }
             TypeKind::Array {
                 elem_type,
@@ -315,8 +326,8 @@ impl<'a> Validator<'a> {
                 if t.name != StrOffset::EMPTY {
                     self.problem("ARRAY must be anonymous");
                 }
-                self.check_ref(*elem_type, "element type", false);
-                self.check_ref(*index_type, "index type", false);
+                self.check_ref(*elem_type, || "element type".into(), false);
+                self.check_ref(*index_type, || "index type".into(), false);
             }
             TypeKind::Struct(c) | TypeKind::Union(c) => self.check_composite_meta(t, c, name),
             TypeKind::Enum { size, values, .. } => {
@@ -345,13 +356,13 @@ impl<'a> Validator<'a> {
                         "FUNC linkage {linkage} (the kernel takes static 0 or global 1)"
                     ));
                 }
-                self.check_ref(*proto, "prototype", false);
+                self.check_ref(*proto, || "prototype".into(), false);
             }
             TypeKind::FuncProto { ret, params } => {
                 if t.name != StrOffset::EMPTY {
                     self.problem("FUNC_PROTO must be anonymous");
                 }
-                self.check_ref(*ret, "return type", true);
+                self.check_ref(*ret, || "return type".into(), true);
                 for (i, p) in params.iter().enumerate() {
                     if !self.offset_valid(p.name) {
                         self.problem(format!(
@@ -368,7 +379,7 @@ impl<'a> Validator<'a> {
                             self.show(p.name)
                         ));
                     }
-                    self.check_ref(p.type_id, &format!("parameter #{}", i + 1), true);
+                    self.check_ref(p.type_id, || format!("parameter #{}", i + 1), true);
                 }
             }
             TypeKind::Var { type_id, linkage } => {
@@ -378,7 +389,7 @@ impl<'a> Validator<'a> {
                         self.show(t.name)
                     ));
                 }
-                self.check_ref(*type_id, "type", false);
+                self.check_ref(*type_id, || "type".into(), false);
                 if *linkage != VAR_STATIC && *linkage != VAR_GLOBAL_ALLOCATED {
                     self.problem(format!(
                         "VAR linkage {linkage} (the kernel takes static 0 or global 1)"
@@ -399,8 +410,8 @@ impl<'a> Validator<'a> {
                 let mut sum = 0u64;
                 let mut prev: Option<&VarSecInfo> = None;
                 for (i, e) in entries.iter().enumerate() {
-                    let at = format!("entry #{} (type {}, offset {})", i, e.type_id, e.offset);
-                    self.check_ref(e.type_id, &at, false);
+                    let at = || format!("entry #{} (type {}, offset {})", i, e.type_id, e.offset);
+                    self.check_ref(e.type_id, at, false);
                     // pahole's global_var mode emits a variable defined in several CUs
                     // once per CU, all at the same address: the same offset and size
                     // as the entry before, naming a VAR of the same name. The kernel
@@ -414,17 +425,23 @@ impl<'a> Validator<'a> {
                     }
                     if (e.offset as u64) < last_end || e.offset >= *size {
                         self.problem(format!(
-                            "{at}: offset overlaps the previous entry or is past the \
-                             section size {size}"
+                            "{}: offset overlaps the previous entry or is past the \
+                             section size {size}",
+                            at()
                         ));
                     }
                     if e.size == 0 || e.size > *size {
-                        self.problem(format!("{at}: size {} is 0 or past the section", e.size));
+                        self.problem(format!(
+                            "{}: size {} is 0 or past the section",
+                            at(),
+                            e.size
+                        ));
                     }
                     last_end = e.offset as u64 + e.size as u64;
                     if last_end > *size as u64 {
                         self.problem(format!(
-                            "{at}: ends at {last_end}, past the section size {size}"
+                            "{}: ends at {last_end}, past the section size {size}",
+                            at()
                         ));
                     }
                     sum += e.size as u64;
@@ -453,7 +470,7 @@ impl<'a> Validator<'a> {
                         "DECL_TAG component_idx {component_idx} is below -1"
                     ));
                 }
-                self.check_ref(*type_id, "target", false);
+                self.check_ref(*type_id, || "target".into(), false);
             }
         }
     }
@@ -490,25 +507,32 @@ impl<'a> Validator<'a> {
                 ));
                 continue;
             }
-            let mname = self.show(m.name);
+            let btf = self.btf;
+            let mname = || show(btf, m.name);
             if m.name != StrOffset::EMPTY && !valid_identifier(self.name(m.name).unwrap_or(b"")) {
                 self.problem(format!(
-                    "member #{i} name '{mname}' is not a valid identifier"
+                    "member #{i} name '{}' is not a valid identifier",
+                    mname()
                 ));
             }
-            self.check_ref(m.type_id, &format!("member '{mname}'"), false);
+            self.check_ref(m.type_id, || format!("member '{}'", mname()), false);
             let off = m.bit_offset(c.kflag);
             if is_union && off != 0 {
-                self.problem(format!("UNION member '{mname}' at bit offset {off}, not 0"));
+                self.problem(format!(
+                    "UNION member '{}' at bit offset {off}, not 0",
+                    mname()
+                ));
             }
             if last > off {
                 self.problem(format!(
-                    "member '{mname}' at bit offset {off} is before the previous member ({last})"
+                    "member '{}' at bit offset {off} is before the previous member ({last})",
+                    mname()
                 ));
             }
             if bits_roundup_bytes(off as u64) > c.size as u64 {
                 self.problem(format!(
-                    "member '{mname}' bit offset {off} is past the {kname} size {}",
+                    "member '{}' bit offset {off} is past the {kname} size {}",
+                    mname(),
                     c.size
                 ));
             }
@@ -778,8 +802,7 @@ impl<'a> Validator<'a> {
         if m.type_id.0 == 0 || self.btf.get(m.type_id).is_none() {
             return; // reported by check_meta
         }
-        let mname = self.show(m.name);
-        let at = format!("member #{i} '{mname}'");
+        let at = MemberAt(self.btf, i, m.name);
         if self.is_source_only(m.type_id) {
             self.problem(format!("{at}: type {} is a VAR or DATASEC", m.type_id));
             return;
