@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const USAGE: &str = "usage: dwarf2btf dump FILE [--base-btf BASE]\n       \
+const USAGE: &str = "usage: dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
                      dwarf2btf validate FILE [--base-btf BASE]";
 
 /// Runs the command line `args` (program name first); returns the exit code.
@@ -75,6 +75,11 @@ struct DumpArgs {
     /// Base BTF of a split BTF (raw file, or ELF file with a .BTF section).
     #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
     base_btf: Option<PathBuf>,
+    /// Print BTF that the kernel would refuse too, as bpftool does (for example
+    /// the BTF of a BPF object before libbpf fixes it up). The reader's structural
+    /// checks still apply.
+    #[arg(long)]
+    no_validate: bool,
 }
 
 /// `dwarf2btf validate`: run the kernel's checks and print every problem.
@@ -95,8 +100,17 @@ fn load_base(base: Option<&Path>) -> Result<Option<Arc<btf::Btf>>, Error> {
 }
 
 fn dump(a: DumpArgs) -> Result<(), CliError> {
-    let base = load_base(a.base_btf.as_deref())?;
-    let btf = btf::read::read_file_checked(&a.file, base)?;
+    let btf = if a.no_validate {
+        let base = a
+            .base_btf
+            .as_deref()
+            .map(|b| btf::read::read_file(b, None).map(Arc::new))
+            .transpose()?;
+        btf::read::read_file(&a.file, base)?
+    } else {
+        let base = load_base(a.base_btf.as_deref())?;
+        btf::read::read_file_checked(&a.file, base)?
+    };
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let res = btf::dump::dump(&btf, &mut out).and_then(|()| out.flush());
     match res {
