@@ -8,6 +8,7 @@
 pub mod btf;
 pub mod cli;
 mod error;
+pub mod mmap;
 pub mod output;
 
 pub use error::{Error, Result};
