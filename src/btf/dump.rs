@@ -16,7 +16,7 @@ fn kind_str(t: Option<&Type>) -> &'static str {
 }
 
 /// bpftool's `btf_str`.
-fn name<'a>(btf: &'a Btf, off: StrOffset) -> &'a [u8] {
+fn name(btf: &Btf, off: StrOffset) -> &[u8] {
     if off == StrOffset::EMPTY {
         return b"(anon)";
     }

@@ -136,7 +136,7 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
             data.len()
         )));
     }
-    if hdr_len % 4 != 0 {
+    if !hdr_len.is_multiple_of(4) {
         return Err(BtfError::BadHeader(format!(
             "header length {hdr_len} is not 4-aligned"
         )));

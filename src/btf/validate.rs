@@ -192,7 +192,7 @@ fn bits_roundup_bytes(bits: u64) -> u64 {
 
 /// `btf_type_int_is_regular`: whole bytes (1, 2, 4, 8 or 16), no bit offset.
 fn int_is_regular(bits: u8, offset: u8) -> bool {
-    bits % 8 == 0 && offset == 0 && matches!(bits / 8, 1 | 2 | 4 | 8 | 16)
+    bits.is_multiple_of(8) && offset == 0 && matches!(bits / 8, 1 | 2 | 4 | 8 | 16)
 }
 
 impl<'a> Validator<'a> {
@@ -829,7 +829,7 @@ impl<'a> Validator<'a> {
                         return;
                     }
                     let nr_bits = if bf == 0 {
-                        if bit_off % 8 != 0 {
+                        if !bit_off.is_multiple_of(8) {
                             self.problem(format!("{at}: bit offset {bit_off} is not byte aligned"));
                             return;
                         }
@@ -860,7 +860,7 @@ impl<'a> Validator<'a> {
             }
             TypeKind::Enum { .. } | TypeKind::Enum64 { .. } if c.kflag => {
                 let nr_bits = if bf == 0 {
-                    if bit_off % 8 != 0 {
+                    if !bit_off.is_multiple_of(8) {
                         self.problem(format!("{at}: bit offset {bit_off} is not byte aligned"));
                         return;
                     }
@@ -881,7 +881,7 @@ impl<'a> Validator<'a> {
                     return;
                 }
                 let align_bits = (PTR_SIZE.min(*fsize) as u64) * 8;
-                if align_bits == 0 || bit_off % align_bits != 0 {
+                if align_bits == 0 || !bit_off.is_multiple_of(align_bits) {
                     self.problem(format!("{at}: FLOAT at bit offset {bit_off} is misaligned"));
                 } else if exceeds(bit_off / 8 + *fsize as u64) {
                     self.problem(format!("{at}: runs past the {kname} size {ssize}"));
@@ -896,7 +896,7 @@ impl<'a> Validator<'a> {
                     ));
                     return;
                 }
-                if bit_off % 8 != 0 {
+                if !bit_off.is_multiple_of(8) {
                     self.problem(format!("{at}: bit offset {bit_off} is not byte aligned"));
                 } else if exceeds(bit_off / 8 + size as u64) {
                     self.problem(format!(
