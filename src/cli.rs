@@ -62,6 +62,10 @@ fn run(args: Vec<OsString>) -> Result<(), CliError> {
     match mode {
         "dump" => dump(DumpArgs::try_parse_from(rest())?),
         "validate" => validate(ValidateArgs::try_parse_from(rest())?),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
         _ => Err(Error::Msg(USAGE.into()).into()),
     }
 }

@@ -219,6 +219,42 @@ fn model_cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     });
     out.push(("datasec-entry-not-var", write::to_bytes(&b), "not a VAR"));
 
+    // Two different VARs at overlapping offsets; (pahole's global_var duplicates, the
+    // same VAR name at the same offset and size, are accepted: see the reference test).
+    let mut b = good_model();
+    let (v1, v2, sec) = (b.push_str(b"v1"), b.push_str(b"v2"), b.push_str(b".data"));
+    b.push_type(Type {
+        name: v1,
+        kind: TypeKind::Var {
+            type_id: TypeId(1),
+            linkage: VAR_GLOBAL_ALLOCATED,
+        },
+    });
+    b.push_type(Type {
+        name: v2,
+        kind: TypeKind::Var {
+            type_id: TypeId(1),
+            linkage: VAR_GLOBAL_ALLOCATED,
+        },
+    });
+    let entry = |id, offset| VarSecInfo {
+        type_id: TypeId(id),
+        offset,
+        size: 4,
+    };
+    b.push_type(Type {
+        name: sec,
+        kind: TypeKind::Datasec {
+            size: 8,
+            entries: vec![entry(5, 0), entry(6, 2)],
+        },
+    });
+    out.push((
+        "datasec-overlap",
+        write::to_bytes(&b),
+        "overlaps the previous entry",
+    ));
+
     let mut b = good_model();
     let tag = b.push_str(b"tag");
     b.push_type(Type {

@@ -5,16 +5,16 @@
 mod btf_support;
 
 use btf_support::{reference_dir, vmlinux_btf, Rng};
-use dwarf2btf::btf::{dump, read, validate, write, Btf};
+use dwarf2btf::btf::{dump, read, validate, write, Btf, Endian};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// Total mutants over all inputs.
 /// Mutants of each small input (a few KiB: most of the test's mutants).
-const SMALL_MUTANTS: usize = 28_000;
+const SMALL_MUTANTS: usize = 50_000;
 /// Mutants of each large input (tens of KiB, each far slower to check).
-const LARGE_MUTANTS: usize = 4_000;
+const LARGE_MUTANTS: usize = 6_000;
 
 /// One input: the bytes to mutate and the base they need.
 struct Input {
@@ -45,6 +45,15 @@ fn inputs() -> Vec<Input> {
             base: Some(base),
         });
     }
+    // A big-endian copy of the smallest base, to walk the byte-swapping paths.
+    let mut be = validate::parse_checked(&load("vsock_loopback.distilled.BTF.base"), None).unwrap();
+    be.set_endian(Endian::Big);
+    be.set_header_extra(Vec::new());
+    v.push(Input {
+        name: "vsock_loopback.distilled.BTF.base (big endian)".into(),
+        data: write::to_bytes(&be),
+        base: None,
+    });
     if let Some(vmlinux) = vmlinux_btf() {
         v.push(Input {
             name: "vsock_loopback.kernel-flags.btf".into(),

@@ -232,13 +232,25 @@ mod tests {
             name: e,
             kind: TypeKind::Fwd { union: true },
         });
+        b.push_type(Type {
+            name: e,
+            kind: TypeKind::Enum64 {
+                size: 8,
+                signed: true,
+                values: vec![Enum64Value {
+                    name: a,
+                    value: (-5i64) as u64,
+                }],
+            },
+        });
         let text = String::from_utf8(dump_to_vec(&b)).unwrap();
         assert_eq!(
             text,
             "[1] INT 'int' size=4 bits_offset=0 nr_bits=32 encoding=SIGNED\n\
              [2] ENUM 'e' encoding=SIGNED size=4 vlen=1\n\t'A' val=-1\n\
              [3] ENUM64 '(anon)' encoding=UNSIGNED size=8 vlen=1\n\t'A' val=18446744073709551615ULL\n\
-             [4] FWD 'e' fwd_kind=union\n"
+             [4] FWD 'e' fwd_kind=union\n\
+             [5] ENUM64 'e' encoding=SIGNED size=8 vlen=1\n\t'A' val=-5LL\n"
         );
     }
 }

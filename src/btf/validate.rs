@@ -1205,6 +1205,35 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_datasec_entries_of_one_var_name_are_accepted() {
+        let mut b = base();
+        let v = b.push_str(b"v");
+        let sec = b.push_str(b".data");
+        for _ in 0..2 {
+            b.push_type(Type {
+                name: v,
+                kind: TypeKind::Var {
+                    type_id: TypeId(1),
+                    linkage: VAR_GLOBAL_ALLOCATED,
+                },
+            });
+        }
+        let e = |id| VarSecInfo {
+            type_id: TypeId(id),
+            offset: 4,
+            size: 4,
+        };
+        b.push_type(Type {
+            name: sec,
+            kind: TypeKind::Datasec {
+                size: 8,
+                entries: vec![e(2), e(3)],
+            },
+        });
+        assert_eq!(validate(&b), vec![]);
+    }
+
+    #[test]
     fn names_are_checked() {
         assert!(valid_identifier(b"_a9"));
         assert!(!valid_identifier(b"9a"));
