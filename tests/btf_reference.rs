@@ -126,3 +126,91 @@ fn read_then_write_gives_the_same_bytes() {
         assert_eq!(again.types(), btf.types());
     }
 }
+
+/// Names are printed raw, unescaped (bpftool uses `printf("%s")`): bytes that are not
+/// UTF-8, quotes, tabs, percent signs. Odd ids in DATASEC entries (void, past the end)
+/// and name offsets past the string section print as bpftool prints them. Such BTF is
+/// invalid, so this goes through `dump --no-validate`.
+#[test]
+fn odd_names_and_ids_print_like_bpftool() {
+    use dwarf2btf::btf::*;
+    if !have_bpftool() {
+        eprintln!("SKIP: bpftool not installed");
+        return;
+    }
+    let mut b = Btf::new(None);
+    let names: [&[u8]; 4] = [b"we\xffird", b"it's", b"tab\there", b"100%s%n"];
+    for n in names {
+        let off = b.push_str(n);
+        b.push_type(Type {
+            name: off,
+            kind: TypeKind::Int {
+                size: 4,
+                encoding: INT_SIGNED | INT_CHAR,
+                offset: 0,
+                bits: 32,
+            },
+        });
+    }
+    let empty_but_not_zero = b.push_str(b"x"); // "x\0": offset+1 is an empty name
+    b.push_type(Type {
+        name: StrOffset(empty_but_not_zero.0 + 1),
+        kind: TypeKind::Fwd { union: false },
+    });
+    b.push_type(Type {
+        name: StrOffset(1_000_000),
+        kind: TypeKind::Ptr(TypeId(1)),
+    });
+    let sec = b.push_str(b".data");
+    b.push_type(Type {
+        name: sec,
+        kind: TypeKind::Datasec {
+            size: 8,
+            entries: vec![
+                VarSecInfo {
+                    type_id: TypeId(0),
+                    offset: 0,
+                    size: 4,
+                },
+                VarSecInfo {
+                    type_id: TypeId(2),
+                    offset: 0,
+                    size: 4,
+                },
+                VarSecInfo {
+                    type_id: TypeId(99),
+                    offset: 4,
+                    size: 4,
+                },
+            ],
+        },
+    });
+    b.push_type(Type {
+        name: sec,
+        kind: TypeKind::Func {
+            proto: TypeId(1),
+            linkage: 7,
+        },
+    });
+    let dir = std::env::temp_dir().join(format!("dwarf2btf-btf-odd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("odd.btf");
+    std::fs::write(&f, write::to_bytes(&b)).unwrap();
+    let ours = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
+        .args(["dump", "--no-validate"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let case = Case {
+        file: f,
+        base: None,
+    };
+    let theirs = bpftool_dump(&case);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        ours.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    assert_same_dump(&case, &ours.stdout, &theirs);
+}
