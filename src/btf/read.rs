@@ -457,9 +457,11 @@ pub fn btf_bytes<'a>(
             u16::from_le_bytes([data[0], data[1]])
         )));
     }
-    Err(BtfError::NotBtf(
-        "neither raw BTF (magic 0xeb9f) nor an ELF file".into(),
-    ))
+    Err(BtfError::NotBtf(if data.is_empty() {
+        "empty file: neither raw BTF (magic 0xeb9f) nor an ELF file".into()
+    } else {
+        "neither raw BTF (magic 0xeb9f) nor an ELF file".into()
+    }))
 }
 
 /// Reads BTF from a file: raw BTF, or the `.BTF` section of an ELF file.
@@ -501,6 +503,14 @@ pub fn with_btf_bytes<T>(
 /// `.BTF` section, so mapping beats reading it.
 pub fn map_file(path: &Path) -> Result<memmap2::Mmap, crate::Error> {
     let file = std::fs::File::open(path).map_err(|e| crate::Error::io(path, e))?;
+    // Opening a directory succeeds on Linux and mapping it fails with a bare ENODEV
+    // ("No such device"); say what is wrong instead.
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(crate::Error::file(
+            path,
+            "is a directory, not a BTF or ELF file",
+        ));
+    }
     // SAFETY: the mapping is read-only and private to us; like every tool that maps
     // its input, we rely on nobody truncating the file while we read it.
     unsafe { memmap2::Mmap::map(&file) }.map_err(|e| crate::Error::io(path, e))
