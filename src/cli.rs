@@ -22,7 +22,11 @@ fn run(args: Vec<OsString>) -> Result<(), Error> {
     let sub = args.get(1).and_then(|a| a.to_str());
     match sub {
         Some("dump") => dump(&args[2..]),
-        _ => Err(Error::Msg("usage: dwarf2btf dump FILE [--base-btf BASE]".into())),
+        Some("dedup") => dedup(&args[2..]),
+        _ => Err(Error::Msg(
+            "usage: dwarf2btf dump FILE [--base-btf BASE] | dedup IN -o OUT [--base-btf BASE]"
+                .into(),
+        )),
     }
 }
 
@@ -32,7 +36,10 @@ fn dump(args: &[OsString]) -> Result<(), Error> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--base-btf" {
-            base = Some(PathBuf::from(it.next().ok_or_else(|| Error::Msg("--base-btf needs a file".into()))?));
+            base =
+                Some(PathBuf::from(it.next().ok_or_else(|| {
+                    Error::Msg("--base-btf needs a file".into())
+                })?));
         } else {
             file = Some(PathBuf::from(a));
         }
@@ -51,4 +58,43 @@ fn dump(args: &[OsString]) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// `dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]`: deduplicate a BTF file (split
+/// over BASE if given) as libbpf's `btf__dedup` does and write the raw result.
+fn dedup(args: &[OsString]) -> Result<(), Error> {
+    let (mut input, mut out, mut base) = (None, None, None);
+    let mut compat = crate::dedup::Compat::Upstream;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |what: &str| {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| Error::Msg(format!("dedup: {what} needs a file")))
+        };
+        if a == "-o" {
+            out = Some(value("-o")?);
+        } else if a == "--base-btf" {
+            base = Some(value("--base-btf")?);
+        } else if a == "--libbpf-1.1" {
+            compat = crate::dedup::Compat::Libbpf1_1;
+        } else if input.is_none() {
+            input = Some(PathBuf::from(a));
+        } else {
+            return Err(Error::Msg(format!(
+                "dedup: unexpected argument {}",
+                a.to_string_lossy()
+            )));
+        }
+    }
+    let input = input.ok_or_else(|| Error::Msg("dedup: no input file given".into()))?;
+    let out = out.ok_or_else(|| Error::Msg("dedup: no output file given (-o OUT)".into()))?;
+    let base = match base {
+        Some(b) => Some(Arc::new(btf::read::read_file(&b, None)?)),
+        None => None,
+    };
+    let btf = btf::read::read_file(&input, base)?;
+    let result =
+        crate::dedup::dedup_with(&btf, compat).map_err(|e| Error::file(&input, e.to_string()))?;
+    crate::output::write_atomic(&out, &btf::write::to_bytes(&result))
 }

@@ -7,6 +7,7 @@
 
 pub mod btf;
 pub mod cli;
+pub mod dedup;
 mod error;
 pub mod output;
 

@@ -1,0 +1,190 @@
+//! BTF deduplication with the results of libbpf's `btf__dedup`, whole, split and
+//! incremental.
+//!
+//! # One-shot dedup
+//!
+//! [`dedup`] gives the bytes libbpf gives (`btf__raw_data` after `btf__dedup`, with
+//! the classic 24-byte header). It follows libbpf's passes:
+//!
+//! 1. strings: every string referenced by any type (kept or not), in type order and
+//!    within a type name first, goes into a new section; a split BTF first reuses the
+//!    base's copy of a string (offset 0 and strings already in the base are left);
+//! 2. INT, FLOAT, FWD, and ENUM/ENUM64 — an enum with no enumerators (an enum FWD)
+//!    matches the full ENUM or ENUM64 of its name and a canonical enum FWD is
+//!    resolved to a later full enum;
+//! 3. STRUCT/UNION — and, in current libbpf, TYPEDEF — by graph equivalence with a
+//!    hypothetical canonical→candidate mapping that follows cycles through pointers,
+//!    resolves FWD ↔ STRUCT/UNION on the way, tolerates duplicate identical types
+//!    inside one CU, and never resolves a base FWD;
+//! 4. each FWD still unresolved maps to the one canonical STRUCT/UNION of its name,
+//!    if there is exactly one;
+//! 5. reference kinds (PTR, CONST, VOLATILE, RESTRICT, FUNC, TYPE_TAG, DECL_TAG,
+//!    ARRAY, FUNC_PROTO) once what they refer to is canonical;
+//! 6. compaction in id order and remapping of every referenced id. VAR and DATASEC
+//!    are never merged.
+//!
+//! When several canonical candidates match, the first in libbpf's hash-bucket order
+//! wins, so the candidate table reproduces that order (see `table.rs`).
+//!
+//! [`Compat::Upstream`] is current libbpf including "libbpf: Fix deduplication of
+//! typedef with base definitions" (the libbpf the pahole references were made with).
+//! [`Compat::Libbpf1_1`] is libbpf 1.1 (Debian 12's `libbpf1`, our test oracle):
+//! typedefs are reference kinds there, and only identical arrays and structs (not
+//! deeper identical graphs) are accepted as in-CU duplicates.
+//!
+//! # Incremental dedup
+//!
+//! [`Incremental`] keeps a canonical set and deduplicates each new batch (say one
+//! CU's types) against it, keeping only the batch's new canonical types: memory
+//! stays proportional to the deduplicated output, not to the input. Each batch is
+//! deduplicated exactly as a split BTF over the canonical set would be, so the set is
+//! never changed after the fact. That differs from deduplicating everything at once
+//! where information arrives late:
+//!
+//! * a FWD kept before its STRUCT/UNION appears stays a FWD in the set, and a struct
+//!   of a later batch whose graph needs that FWD resolved is not merged with the
+//!   kept struct that refers to the FWD (libbpf's rule for a base FWD);
+//! * likewise an enum FWD kept before its full enum stays;
+//! * whether two structs are equivalent is decided when the later one arrives, with
+//!   the candidates kept so far; one-shot dedup decides it with every type present
+//!   (its FWD resolution by unique name in particular sees all structs).
+//!
+//! [`Incremental::finish`] therefore ends with one ordinary [`dedup`] over the kept
+//! set. Kept types are first occurrences in stream order, the order one-shot dedup
+//! keeps; the final pass then makes the late resolutions that one-shot dedup would
+//! have made, and drops the strings only dropped types referred to. For input in
+//! which no FWD precedes its definition across batches, the result is the one-shot
+//! result; the tests check this on the vmlinux reference fed in many batches.
+
+mod engine;
+mod flat;
+mod fxhash;
+mod strset;
+mod table;
+
+use crate::btf::Btf;
+use std::fmt;
+use std::sync::Arc;
+
+/// Which libbpf's behaviour to reproduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compat {
+    /// Current upstream libbpf with the typedef fixes (pahole 1.31's references).
+    #[default]
+    Upstream,
+    /// libbpf 1.1 as packaged by Debian 12 (`libbpf1` 1.1.2).
+    Libbpf1_1,
+}
+
+/// Why dedup failed. The input is left untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DedupError {
+    /// A type is malformed for dedup (dangling reference, wrong kind in a graph).
+    Invalid {
+        /// The type's id in the input.
+        id: u32,
+        /// What is wrong.
+        what: String,
+    },
+    /// A string offset does not point into the string section.
+    BadString {
+        /// The type's id in the input.
+        id: u32,
+        /// The offset.
+        offset: u32,
+    },
+    /// Reference types form a loop with no struct in it (not valid C).
+    Loop {
+        /// A type on the loop.
+        id: u32,
+    },
+    /// A batch is not over the base the incremental dedup was started with.
+    BaseMismatch,
+    /// The result could not be read back (a bug).
+    Output(crate::btf::BtfError),
+}
+
+impl fmt::Display for DedupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DedupError::Invalid { id, what } => write!(f, "type [{id}]: {what}"),
+            DedupError::BadString { id, offset } => {
+                write!(
+                    f,
+                    "type [{id}]: string offset {offset} is outside the string section"
+                )
+            }
+            DedupError::Loop { id } => write!(f, "type [{id}]: reference types form a loop"),
+            DedupError::BaseMismatch => f.write_str("batch is not over the dedup's base BTF"),
+            DedupError::Output(e) => write!(f, "dedup produced unreadable BTF: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DedupError {}
+
+/// Deduplicates `btf` (whole, or split over its unchanged base) as current libbpf
+/// does. Like libbpf, the result keeps the input's header length.
+pub fn dedup(btf: &Btf) -> Result<Btf, DedupError> {
+    dedup_with(btf, Compat::Upstream)
+}
+
+/// [`dedup`] with the behaviour of the given libbpf.
+pub fn dedup_with(btf: &Btf, compat: Compat) -> Result<Btf, DedupError> {
+    let mut e = engine::Engine::new(btf.base().map(|b| &**b), compat, false)?;
+    e.add_batch(btf)?;
+    let mut out = e.to_btf(btf.base().cloned(), btf.endian())?;
+    // libbpf keeps the input's header length; the bytes past 24 are zero.
+    out.set_header_extra(btf.header_extra().to_vec());
+    Ok(out)
+}
+
+/// Incremental dedup: batches of new types deduplicated against the canonical set
+/// kept so far (see the module doc for how it relates to one-shot dedup).
+pub struct Incremental {
+    engine: engine::Engine,
+    base: Option<Arc<Btf>>,
+    compat: Compat,
+}
+
+impl Incremental {
+    /// Starts with an empty canonical set over `base` (None for whole BTF).
+    pub fn new(base: Option<Arc<Btf>>, compat: Compat) -> Result<Incremental, DedupError> {
+        Ok(Incremental {
+            engine: engine::Engine::new(base.as_deref(), compat, true)?,
+            base,
+            compat,
+        })
+    }
+
+    /// Deduplicates `batch` against the canonical set and keeps its new canonical
+    /// types. `batch` is a BTF over the same base (whole if there is none); its ids
+    /// and string offsets are its own.
+    pub fn add(&mut self, batch: &Btf) -> Result<(), DedupError> {
+        self.engine.add_batch(batch)
+    }
+
+    /// Number of types kept so far (not counting the base).
+    pub fn len(&self) -> u32 {
+        self.engine.own_types()
+    }
+
+    /// Whether nothing is kept yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The kept set as it is, without the final pass.
+    pub fn snapshot(&self) -> Result<Btf, DedupError> {
+        let endian = self
+            .base
+            .as_ref()
+            .map_or(crate::btf::Endian::native(), |b| b.endian());
+        self.engine.to_btf(self.base.clone(), endian)
+    }
+
+    /// The final pass: one-shot dedup of the kept set.
+    pub fn finish(self) -> Result<Btf, DedupError> {
+        dedup_with(&self.snapshot()?, self.compat)
+    }
+}
