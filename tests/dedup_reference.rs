@@ -1,0 +1,76 @@
+//! Dedup of the pahole reference BTF files, and of "doubled" copies of them, gives
+//! libbpf's bytes — whole (vmlinux) and split (modules over the corpus vmlinux).
+
+mod dedup_util;
+
+use dedup_util::*;
+use dwarf2btf::btf::{self, Btf};
+use dwarf2btf::dedup::{dedup_with, Compat};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Our dedup of the BTF in `path` (written to `dir`) against libbpf's, both modes.
+fn check(btf: &Btf, path: &Path, base: Option<&Path>, dir: &Path, what: &str) {
+    let want = libbpf_dedup(path, base, &dir.join("libbpf.out"));
+    for compat in [Compat::Upstream, Compat::Libbpf1_1] {
+        let got = btf::write::to_bytes(&dedup_with(btf, compat).expect("dedup"));
+        assert!(got == want, "{what} ({compat:?}): our dedup differs from libbpf: {}", first_diff(&got, &want));
+    }
+}
+
+const VMLINUX: [&str; 3] = [
+    "vmlinux-cloud.kernel-flags.btf",
+    "vmlinux-cloud.no-flags.btf",
+    "vmlinux-cloud.global_var.btf",
+];
+const MODULES: [&str; 3] = ["nf_conntrack", "nf_tables", "vsock_loopback"];
+
+#[test]
+fn vmlinux_references_equal_libbpf() {
+    let (Some(refs), true) = (reference_dir(), have_libbpf()) else { return };
+    let dir = scratch("vmlinux");
+    for name in VMLINUX {
+        let path = refs.join(name);
+        let btf = btf::read::read_file(&path, None).expect("read reference");
+        check(&btf, &path, None, &dir, name);
+    }
+}
+
+#[test]
+fn module_references_split_equal_libbpf() {
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else { return };
+    let dir = scratch("modules");
+    let (base, base_path) = vmlinux_base(&corpus, &dir);
+    for m in MODULES {
+        let path = refs.join(format!("{m}.kernel-flags.btf"));
+        let btf = btf::read::read_file(&path, Some(base.clone())).expect("read module reference");
+        check(&btf, &path, Some(&base_path), &dir, m);
+    }
+}
+
+#[test]
+fn doubled_vmlinux_equals_libbpf() {
+    let (Some(refs), true) = (reference_dir(), have_libbpf()) else { return };
+    let dir = scratch("doubled-vmlinux");
+    let btf = btf::read::read_file(&refs.join(VMLINUX[0]), None).expect("read reference");
+    let d = doubled(&btf);
+    assert_eq!(d.types().len(), 2 * btf.types().len());
+    let path = dir.join("doubled.btf");
+    write(&d, &path);
+    check(&d, &path, None, &dir, "doubled vmlinux");
+}
+
+#[test]
+fn doubled_modules_split_equal_libbpf() {
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else { return };
+    let dir = scratch("doubled-modules");
+    let (base, base_path) = vmlinux_base(&corpus, &dir);
+    for m in MODULES {
+        let btf = btf::read::read_file(&refs.join(format!("{m}.kernel-flags.btf")), Some(Arc::clone(&base)))
+            .expect("read module reference");
+        let d = doubled(&btf);
+        let path = dir.join(format!("{m}.doubled.btf"));
+        write(&d, &path);
+        check(&d, &path, Some(&base_path), &dir, &format!("doubled {m}"));
+    }
+}
