@@ -269,24 +269,17 @@ impl Engine {
         hc(hc(0, r[0]), r[1])
     }
 
+    /// Name only: an enum FWD must meet the full ENUM or ENUM64 of any size.
     fn hash_enum(&self, r: &[u32]) -> u64 {
-        match self.compat {
-            // Name only: an enum FWD must meet the full ENUM or ENUM64 of any size.
-            Compat::Upstream => hc(0, r[0]),
-            Compat::Libbpf1_1 => hc(hc(hc(0, r[0]), r[1] & !0xffff), r[2]),
-        }
+        hc(0, r[0])
     }
 
+    /// Equal enums, or an enum FWD and any enum of its name.
     fn compat_enum(&self, a: &[u32], b: &[u32]) -> bool {
         if !is_enum_fwd(a) && !is_enum_fwd(b) {
             return equal_enum(a, b);
         }
-        match self.compat {
-            Compat::Upstream => a[0] == b[0] && is_any_enum(a) && is_any_enum(b),
-            Compat::Libbpf1_1 => {
-                a[0] == b[0] && (a[1] & !0xffff) == (b[1] & !0xffff) && a[2] == b[2]
-            }
-        }
+        a[0] == b[0] && is_any_enum(a) && is_any_enum(b)
     }
 
     fn table_add(&mut self, h: u64, id: u32) {
