@@ -349,7 +349,11 @@ impl Engine {
         for id in s..e {
             self.struct_type(id)?;
         }
-        self.resolve_fwds(s, e);
+        if self.batch_keys.is_none() {
+            // Incremental batches leave this to the final pass: whether a name is
+            // unique is only known once every batch is in.
+            self.resolve_fwds(s, e);
+        }
         for id in s..e {
             self.ref_type(id)?;
         }

@@ -36,25 +36,37 @@
 //!
 //! [`Incremental`] keeps a canonical set and deduplicates each new batch (say one
 //! CU's types) against it, keeping only the batch's new canonical types: memory
-//! stays proportional to the deduplicated output, not to the input. Each batch is
-//! deduplicated exactly as a split BTF over the canonical set would be, so the set is
-//! never changed after the fact. That differs from deduplicating everything at once
-//! where information arrives late:
+//! stays proportional to the deduplicated output, not to the input. Each batch goes
+//! through the passes above as a split BTF over the canonical set would, except that
+//! FWDs are not resolved by name (step 4): whether a name is unique is only known
+//! once every batch is in. The set itself never changes after the fact, which is
+//! where incremental and one-shot dedup of the same stream can part:
 //!
-//! * a FWD kept before its STRUCT/UNION appears stays a FWD in the set, and a struct
-//!   of a later batch whose graph needs that FWD resolved is not merged with the
-//!   kept struct that refers to the FWD (libbpf's rule for a base FWD);
-//! * likewise an enum FWD kept before its full enum stays;
-//! * whether two structs are equivalent is decided when the later one arrives, with
-//!   the candidates kept so far; one-shot dedup decides it with every type present
-//!   (its FWD resolution by unique name in particular sees all structs).
+//! * a FWD kept before its STRUCT/UNION arrives stays a FWD in the set, and a later
+//!   struct whose graph would need that FWD resolved is not merged with the kept
+//!   struct that refers to it (libbpf's rule for a base FWD); one-shot dedup would
+//!   resolve the FWD and merge. An enum FWD kept before its full enum likewise stays;
+//! * whether two structs are equivalent is decided when the later one arrives,
+//!   against a set that is already deduplicated; one-shot dedup compares raw CU
+//!   graphs, and libbpf's checks are path dependent (duplicate types inside one CU,
+//!   FWDs resolved on the way), so it can leave duplicates the incremental set does
+//!   not have, or the other way round;
+//! * current libbpf's check for duplicate arrays inside one CU compares only the
+//!   arrays' shapes (it reads the first array's element type twice), so arrays of
+//!   different element types can merge wherever that check is met — and one-shot and
+//!   incremental dedup meet it in different places.
 //!
-//! [`Incremental::finish`] therefore ends with one ordinary [`dedup`] over the kept
-//! set. Kept types are first occurrences in stream order, the order one-shot dedup
-//! keeps; the final pass then makes the late resolutions that one-shot dedup would
-//! have made, and drops the strings only dropped types referred to. For input in
-//! which no FWD precedes its definition across batches, the result is the one-shot
-//! result; the tests check this on the vmlinux reference fed in many batches.
+//! [`Incremental::finish`] therefore ends with one ordinary one-shot [`dedup_with`]
+//! over the kept set: it resolves FWDs by name with every struct present, makes the
+//! merges that had to wait for a FWD to be resolved, and drops the strings that only
+//! dropped types used. Kept types are first occurrences in stream order, which is
+//! the order one-shot dedup keeps. The result equals one-shot dedup of the whole
+//! stream when no FWD comes before its definition and no in-CU duplicate arrays
+//! differ in element type: the tests check this byte for byte on the vmlinux
+//! reference cut into 40 CU-like batches (libbpf 1.1 rules; current rules differ by
+//! 48 bytes there through the array check) and on a module cut into batches that
+//! carry FWDs of earlier batches' structs. With FWDs before their definitions the
+//! outputs differ, in either direction.
 
 mod engine;
 mod flat;
