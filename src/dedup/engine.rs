@@ -349,6 +349,7 @@ impl Engine {
         for id in s..e {
             self.struct_type(id)?;
         }
+
         if self.batch_keys.is_none() {
             // Incremental batches leave this to the final pass: whether a name is
             // unique is only known once every batch is in.
@@ -368,6 +369,7 @@ impl Engine {
         let last_local = batch.type_count();
         let mut w = std::mem::take(&mut self.w);
         w.reserve(batch.types().len() * 8);
+        let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
         for (i, t) in batch.types().iter().enumerate() {
             let id = s + i as u32;
             let start = w.len();
@@ -395,12 +397,19 @@ impl Engine {
                 if off == 0 || off < self.str_start || bad_str.is_some() {
                     return;
                 }
+                // Most offsets recur (member names): remember each one's new offset.
+                if let Some(&o) = memo.get(&off) {
+                    r[p] = o;
+                    return;
+                }
                 match batch.str_bytes(StrOffset(off)) {
                     Some(bytes) => {
-                        r[p] = match self.base_strs.as_ref().and_then(|b| b.find(bytes)) {
+                        let o = match self.base_strs.as_ref().and_then(|b| b.find(bytes)) {
                             Some(o) => o,
                             None => self.str_start + self.strs.add(bytes),
                         };
+                        memo.insert(off, o);
+                        r[p] = o;
                     }
                     None => bad_str = Some(off),
                 }
