@@ -75,7 +75,12 @@ fn batch(src: &Btf, range: std::ops::Range<u32>, fwds_for_earlier: bool) -> Btf 
         });
     }
     // Own string offsets are the source's: give each batch the whole section.
-    Btf::from_parts(src.base().cloned(), types, src.strings().to_vec(), src.endian())
+    Btf::from_parts(
+        src.base().cloned(),
+        types,
+        src.strings().to_vec(),
+        src.endian(),
+    )
 }
 
 /// All batches appended into one BTF, as an encoder without incremental dedup has.
@@ -156,23 +161,38 @@ fn run(src: &Btf, n_batches: u32, fwds: bool, compat: Compat) -> (Vec<u8>, Vec<u
 #[test]
 fn vmlinux_in_batches_equals_one_shot() {
     let Some(refs) = reference_dir() else { return };
-    let src = btf::read::read_file(&refs.join("vmlinux-cloud.kernel-flags.btf"), None).expect("read reference");
+    let src = btf::read::read_file(&refs.join("vmlinux-cloud.kernel-flags.btf"), None)
+        .expect("read reference");
     let (got, want) = run(&src, 40, false, Compat::Libbpf1_1);
-    assert!(got == want, "incremental + final pass differs from one-shot: {}", first_diff(&got, &want));
+    assert!(
+        got == want,
+        "incremental + final pass differs from one-shot: {}",
+        first_diff(&got, &want)
+    );
     let (got, want) = run(&src, 40, false, Compat::Upstream);
     let diff = (got.len() as i64 - want.len() as i64).unsigned_abs();
-    assert!(diff * 10_000 < want.len() as u64, "Upstream: sizes differ by {diff} bytes");
+    assert!(
+        diff * 10_000 < want.len() as u64,
+        "Upstream: sizes differ by {diff} bytes"
+    );
 }
 
 /// A module over vmlinux, with FWDs for structs of earlier batches.
 #[test]
 fn module_in_batches_with_fwds_equals_one_shot() {
-    let (Some(refs), Some(corpus)) = (reference_dir(), corpus_dir()) else { return };
+    let (Some(refs), Some(corpus)) = (reference_dir(), corpus_dir()) else {
+        return;
+    };
     let dir = scratch("inc-module");
     let (base, _) = vmlinux_base(&corpus, &dir);
-    let src = btf::read::read_file(&refs.join("nf_tables.kernel-flags.btf"), Some(base)).expect("read module");
+    let src = btf::read::read_file(&refs.join("nf_tables.kernel-flags.btf"), Some(base))
+        .expect("read module");
     for compat in [Compat::Upstream, Compat::Libbpf1_1] {
         let (got, want) = run(&src, 12, true, compat);
-        assert!(got == want, "{compat:?}: incremental + final pass differs from one-shot: {}", first_diff(&got, &want));
+        assert!(
+            got == want,
+            "{compat:?}: incremental + final pass differs from one-shot: {}",
+            first_diff(&got, &want)
+        );
     }
 }

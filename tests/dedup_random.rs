@@ -106,11 +106,21 @@ fn gen_universe(r: &mut Rng) -> Universe {
         let n = 1 + r.below(3);
         let values = (0..n)
             .map(|j| {
-                let v = if is64 { (r.next() >> 20) | 1 << 40 } else { r.below(100) as u64 };
+                let v = if is64 {
+                    (r.next() >> 20) | 1 << 40
+                } else {
+                    r.below(100) as u64
+                };
                 (format!("E{i}_{j}"), v)
             })
             .collect();
-        let size = if is64 { 8 } else if r.chance(20) { 1 } else { 4 };
+        let size = if is64 {
+            8
+        } else if r.chance(20) {
+            1
+        } else {
+            4
+        };
         u.enums.push(UEnum {
             name: format!("en{i}"),
             is64,
@@ -119,17 +129,31 @@ fn gen_universe(r: &mut Rng) -> Universe {
         });
     }
     // A type for a member or parameter; by-value structs only of lower index.
-    fn pick(r: &mut Rng, u: &Universe, n_structs: usize, below_struct: usize, n_td: usize, n_protos: usize) -> TRef {
+    fn pick(
+        r: &mut Rng,
+        u: &Universe,
+        n_structs: usize,
+        below_struct: usize,
+        n_td: usize,
+        n_protos: usize,
+    ) -> TRef {
         match r.below(12) {
             0..=2 => TRef::Int(r.below(u.ints.len())),
             3..=5 => TRef::Ptr(Box::new(TRef::Struct(r.below(n_structs)))),
             6 if below_struct > 0 => TRef::Struct(r.below(below_struct)),
-            7 => TRef::Array(Box::new(TRef::Int(r.below(u.ints.len()))), 1 + r.below(4) as u32),
+            7 => TRef::Array(
+                Box::new(TRef::Int(r.below(u.ints.len()))),
+                1 + r.below(4) as u32,
+            ),
             8 if !u.enums.is_empty() => TRef::Enum(r.below(u.enums.len())),
             9 if n_td > 0 => TRef::Typedef(r.below(n_td)),
             10 if n_protos > 0 => TRef::FuncPtr(r.below(n_protos)),
-            11 => TRef::Const(Box::new(TRef::Ptr(Box::new(TRef::Int(r.below(u.ints.len())))))),
-            _ => TRef::Ptr(Box::new(TRef::TypeTag(Box::new(TRef::Struct(r.below(n_structs)))))),
+            11 => TRef::Const(Box::new(TRef::Ptr(Box::new(TRef::Int(
+                r.below(u.ints.len()),
+            ))))),
+            _ => TRef::Ptr(Box::new(TRef::TypeTag(Box::new(TRef::Struct(
+                r.below(n_structs),
+            ))))),
         }
     }
     for i in 0..n_typedefs {
@@ -141,7 +165,11 @@ fn gen_universe(r: &mut Rng) -> Universe {
         u.typedefs.push((format!("td{i}"), target));
     }
     for i in 0..n_protos {
-        let ret = if r.chance(30) { TRef::Void } else { TRef::Int(r.below(u.ints.len())) };
+        let ret = if r.chance(30) {
+            TRef::Void
+        } else {
+            TRef::Int(r.below(u.ints.len()))
+        };
         let params = (0..r.below(3))
             .map(|j| (format!("p{j}"), pick(r, &u, n_structs, 0, 0, 0)))
             .collect();
@@ -151,9 +179,18 @@ fn gen_universe(r: &mut Rng) -> Universe {
     for i in 0..n_structs {
         // Anonymous structs are used by value only, so only lower-index ones exist
         // for by-value members; naming most keeps FWDs possible.
-        let name = if i > 0 && r.chance(25) { None } else { Some(format!("s{}", i % 7)) };
+        let name = if i > 0 && r.chance(25) {
+            None
+        } else {
+            Some(format!("s{}", i % 7))
+        };
         let members = (0..1 + r.below(4))
-            .map(|j| (format!("m{j}"), pick(r, &u, n_structs, i, n_typedefs, n_protos)))
+            .map(|j| {
+                (
+                    format!("m{j}"),
+                    pick(r, &u, n_structs, i, n_typedefs, n_protos),
+                )
+            })
             .collect();
         u.structs.push(UStruct {
             name,
@@ -234,7 +271,9 @@ impl Cu<'_> {
             TRef::Int(i) => self.int(*i),
             TRef::Ptr(inner) => {
                 let target = match &**inner {
-                    TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => self.fwd(*s),
+                    TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => {
+                        self.fwd(*s)
+                    }
                     other => self.tref(other),
                 };
                 self.memo_or(format!("ptr{target}"), |_| Type {
@@ -251,7 +290,9 @@ impl Cu<'_> {
             }
             TRef::TypeTag(inner) => {
                 let target = match &**inner {
-                    TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => self.fwd(*s),
+                    TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => {
+                        self.fwd(*s)
+                    }
                     other => self.tref(other),
                 };
                 self.memo_or(format!("tag{target}"), |c| Type {
@@ -324,7 +365,10 @@ impl Cu<'_> {
                     signed: false,
                     values: values
                         .iter()
-                        .map(|(n, v)| Enum64Value { name: c.s(n), value: *v })
+                        .map(|(n, v)| Enum64Value {
+                            name: c.s(n),
+                            value: *v,
+                        })
                         .collect(),
                 }
             } else {
@@ -348,13 +392,16 @@ impl Cu<'_> {
         if let Some(&id) = self.memo.get(&format!("proto{p}")) {
             return id;
         }
-        let (ret, params) = self.u.protos[p].clone_parts();
+        let (ret, params) = (self.u.protos[p].0.clone(), self.u.protos[p].1.clone());
         let ret = self.tref(&ret);
         let params: Vec<Param> = params
             .iter()
             .map(|(n, t)| {
                 let type_id = TypeId(self.tref(t));
-                Param { name: self.s(n), type_id }
+                Param {
+                    name: self.s(n),
+                    type_id,
+                }
             })
             .collect();
         self.memo_or(format!("proto{p}"), |_| Type {
@@ -380,9 +427,7 @@ impl Cu<'_> {
             name: StrOffset(0),
             kind: TypeKind::Fwd { union: false },
         });
-        if !self.memo.contains_key(&key) {
-            self.memo.insert(key, id);
-        }
+        self.memo.entry(key).or_insert(id);
         let st = &self.u.structs[s];
         let (name, union, members) = (st.name.clone(), st.union, st.members.clone());
         let mut ms = Vec::new();
@@ -401,27 +446,25 @@ impl Cu<'_> {
             off += 64;
         }
         let c = Composite {
-            size: if union { 8 } else { 8 * members.len() as u32 + 8 * self.variant[s] as u32 },
+            size: if union {
+                8
+            } else {
+                8 * members.len() as u32 + 8 * self.variant[s] as u32
+            },
             kflag: false,
             members: ms,
         };
         let name = self.s(name.as_deref().unwrap_or(""));
         self.types[(id - self.id_base - 1) as usize] = Type {
             name,
-            kind: if union { TypeKind::Union(c) } else { TypeKind::Struct(c) },
+            kind: if union {
+                TypeKind::Union(c)
+            } else {
+                TypeKind::Struct(c)
+            },
         };
         id
     }
-}
-
-impl UStructProtoExt for (TRef, Vec<(String, TRef)>) {
-    fn clone_parts(&self) -> (TRef, Vec<(String, TRef)>) {
-        (self.0.clone(), self.1.clone())
-    }
-}
-
-trait UStructProtoExt {
-    fn clone_parts(&self) -> (TRef, Vec<(String, TRef)>);
 }
 
 /// `n_cus` CUs of `u` as one BTF over `base` (or whole).
@@ -431,7 +474,9 @@ fn gen_btf(r: &mut Rng, u: &Universe, n_cus: usize, base: Option<Arc<Btf>>) -> B
         let n = u.structs.len();
         let defined = (0..n).map(|_| r.chance(65)).collect();
         let variant = (0..n).map(|_| r.chance(8)).collect();
-        let enum_fwd = (0..u.enums.len()).map(|_| u.use_enum_fwds && r.chance(30)).collect();
+        let enum_fwd = (0..u.enums.len())
+            .map(|_| u.use_enum_fwds && r.chance(30))
+            .collect();
         let id_base = btf.type_count();
         let str_base = btf.str_end();
         let mut rr = Rng(r.next());
@@ -448,9 +493,16 @@ fn gen_btf(r: &mut Rng, u: &Universe, n_cus: usize, base: Option<Arc<Btf>>) -> B
             variant,
             enum_fwd,
         };
-        let mut roots: Vec<TRef> = (0..n).filter(|_| cu.r.chance(50)).map(TRef::Struct).collect();
+        let mut roots: Vec<TRef> = (0..n)
+            .filter(|_| cu.r.chance(50))
+            .map(TRef::Struct)
+            .collect();
         if u.use_typedefs {
-            roots.extend((0..u.typedefs.len()).filter(|_| r.chance(50)).map(TRef::Typedef));
+            roots.extend(
+                (0..u.typedefs.len())
+                    .filter(|_| r.chance(50))
+                    .map(TRef::Typedef),
+            );
         }
         for t in &roots {
             cu.tref(t);
@@ -480,7 +532,10 @@ fn gen_btf(r: &mut Rng, u: &Universe, n_cus: usize, base: Option<Arc<Btf>>) -> B
                 },
             });
         }
-        let (types, strings) = (std::mem::take(&mut cu.types), std::mem::take(&mut cu.strings));
+        let (types, strings) = (
+            std::mem::take(&mut cu.types),
+            std::mem::take(&mut cu.strings),
+        );
         for t in types {
             btf.push_type(t);
         }
@@ -496,7 +551,10 @@ fn random_graphs_equal_libbpf() {
     if !have_libbpf() {
         return;
     }
-    let cases: u64 = std::env::var("DEDUP_RANDOM_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
+    let cases: u64 = std::env::var("DEDUP_RANDOM_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150);
     let dir = scratch("random");
     let (mut upstream_checked, mut split_cases) = (0, 0);
     for seed in 0..cases {
@@ -520,7 +578,8 @@ fn random_graphs_equal_libbpf() {
         let path = dir.join(format!("case{seed}.btf"));
         write(&btf, &path);
         let want = libbpf_dedup(&path, base_path.as_deref(), &dir.join("out.btf"));
-        let got = dwarf2btf::btf::write::to_bytes(&dedup_with(&btf, Compat::Libbpf1_1).expect("dedup"));
+        let got =
+            dwarf2btf::btf::write::to_bytes(&dedup_with(&btf, Compat::Libbpf1_1).expect("dedup"));
         assert!(
             got == want,
             "seed {seed} (Libbpf1_1, split={split}): {}; input kept in {}",
@@ -529,8 +588,14 @@ fn random_graphs_equal_libbpf() {
         );
         if !u.use_typedefs && !u.dup_anon {
             upstream_checked += 1;
-            let got = dwarf2btf::btf::write::to_bytes(&dedup_with(&btf, Compat::Upstream).expect("dedup"));
-            assert!(got == want, "seed {seed} (Upstream, split={split}): {}", first_diff(&got, &want));
+            let got = dwarf2btf::btf::write::to_bytes(
+                &dedup_with(&btf, Compat::Upstream).expect("dedup"),
+            );
+            assert!(
+                got == want,
+                "seed {seed} (Upstream, split={split}): {}",
+                first_diff(&got, &want)
+            );
         }
         std::fs::remove_file(&path).ok();
     }

@@ -14,7 +14,11 @@ fn check(btf: &Btf, path: &Path, base: Option<&Path>, dir: &Path, what: &str) {
     let want = libbpf_dedup(path, base, &dir.join("libbpf.out"));
     for compat in [Compat::Upstream, Compat::Libbpf1_1] {
         let got = btf::write::to_bytes(&dedup_with(btf, compat).expect("dedup"));
-        assert!(got == want, "{what} ({compat:?}): our dedup differs from libbpf: {}", first_diff(&got, &want));
+        assert!(
+            got == want,
+            "{what} ({compat:?}): our dedup differs from libbpf: {}",
+            first_diff(&got, &want)
+        );
     }
 }
 
@@ -27,7 +31,9 @@ const MODULES: [&str; 3] = ["nf_conntrack", "nf_tables", "vsock_loopback"];
 
 #[test]
 fn vmlinux_references_equal_libbpf() {
-    let (Some(refs), true) = (reference_dir(), have_libbpf()) else { return };
+    let (Some(refs), true) = (reference_dir(), have_libbpf()) else {
+        return;
+    };
     let dir = scratch("vmlinux");
     for name in VMLINUX {
         let path = refs.join(name);
@@ -38,7 +44,9 @@ fn vmlinux_references_equal_libbpf() {
 
 #[test]
 fn module_references_split_equal_libbpf() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else { return };
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+        return;
+    };
     let dir = scratch("modules");
     let (base, base_path) = vmlinux_base(&corpus, &dir);
     for m in MODULES {
@@ -50,7 +58,9 @@ fn module_references_split_equal_libbpf() {
 
 #[test]
 fn doubled_vmlinux_equals_libbpf() {
-    let (Some(refs), true) = (reference_dir(), have_libbpf()) else { return };
+    let (Some(refs), true) = (reference_dir(), have_libbpf()) else {
+        return;
+    };
     let dir = scratch("doubled-vmlinux");
     let btf = btf::read::read_file(&refs.join(VMLINUX[0]), None).expect("read reference");
     let d = doubled(&btf);
@@ -62,12 +72,17 @@ fn doubled_vmlinux_equals_libbpf() {
 
 #[test]
 fn doubled_modules_split_equal_libbpf() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else { return };
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+        return;
+    };
     let dir = scratch("doubled-modules");
     let (base, base_path) = vmlinux_base(&corpus, &dir);
     for m in MODULES {
-        let btf = btf::read::read_file(&refs.join(format!("{m}.kernel-flags.btf")), Some(Arc::clone(&base)))
-            .expect("read module reference");
+        let btf = btf::read::read_file(
+            &refs.join(format!("{m}.kernel-flags.btf")),
+            Some(Arc::clone(&base)),
+        )
+        .expect("read module reference");
         let d = doubled(&btf);
         let path = dir.join(format!("{m}.doubled.btf"));
         write(&d, &path);

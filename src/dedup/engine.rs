@@ -12,7 +12,6 @@ use super::strset::{StrIndex, StrSet};
 use super::table::CandTable;
 use super::{Compat, DedupError};
 use crate::btf::{read, Btf, Endian, StrOffset};
-use std::sync::Arc;
 
 /// A type not looked at yet.
 const UNPROCESSED: u32 = u32::MAX;
@@ -300,7 +299,7 @@ impl Engine {
     fn load_cands(&mut self, h: u64) -> Vec<u32> {
         let mut buf = std::mem::take(&mut self.cand_buf);
         buf.clear();
-        buf.extend(self.table.get(h).iter().rev());
+        self.table.get_into(h, &mut buf);
         buf
     }
 
@@ -337,11 +336,24 @@ impl Engine {
     /// whole if the engine has none) and deduplicates them against the fixed types.
     /// The survivors become fixed.
     pub fn add_batch(&mut self, batch: &Btf) -> Result<(), DedupError> {
+        let s = self.load_batch(batch)?;
+        self.process(s)
+    }
+
+    /// The first half of [`Engine::add_batch`]: copies `batch` in (after which the
+    /// caller may drop it) and returns the batch's first id for [`Engine::process`].
+    pub fn load_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {
         if batch.base_type_count() != self.base_types || batch.base_str_len() != self.str_start {
             return Err(DedupError::BaseMismatch);
         }
         let s = self.n_ids();
         self.load(batch, s)?;
+        Ok(s)
+    }
+
+    /// The second half of [`Engine::add_batch`]: the passes over the batch loaded
+    /// from id `s` on.
+    pub fn process(&mut self, s: u32) -> Result<(), DedupError> {
         let e = self.n_ids();
         for id in s..e {
             self.prim_type(id);
@@ -349,7 +361,6 @@ impl Engine {
         for id in s..e {
             self.struct_type(id)?;
         }
-
         if self.batch_keys.is_none() {
             // Incremental batches leave this to the final pass: whether a name is
             // unique is only known once every batch is in.
@@ -368,7 +379,12 @@ impl Engine {
         let own = batch.types().len() as u32;
         let last_local = batch.type_count();
         let mut w = std::mem::take(&mut self.w);
-        w.reserve(batch.types().len() * 8);
+        let n = batch.types().len();
+        w.reserve(n * 8);
+        self.offs.reserve(n);
+        self.map.reserve(n);
+        self.hypot.reserve(n);
+        self.strs.reserve(batch.strings().len());
         let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
         for (i, t) in batch.types().iter().enumerate() {
             let id = s + i as u32;
@@ -968,13 +984,15 @@ impl Engine {
         self.n_ids() - 1 - self.base_types
     }
 
-    /// The kept types and strings as a BTF over `base`, written in `endian`.
-    pub fn to_btf(&self, base: Option<Arc<Btf>>, endian: Endian) -> Result<Btf, DedupError> {
+    /// The kept types and strings as raw BTF in `endian`, with `header_extra` (zero
+    /// bytes) past the 24-byte header.
+    pub fn to_bytes(&self, endian: Endian, header_extra: &[u8]) -> Vec<u8> {
         let first = self.base_types + 1;
         let type_words = &self.w[self.offs[first as usize] as usize..];
         let strs = self.strs.data();
         let type_len = type_words.len() * 4;
-        let mut buf = Vec::with_capacity(24 + type_len + strs.len());
+        let hdr_len = 24 + header_extra.len();
+        let mut buf = Vec::with_capacity(hdr_len + type_len + strs.len());
         let put = |buf: &mut Vec<u8>, v: u32| match endian {
             Endian::Little => buf.extend_from_slice(&v.to_le_bytes()),
             Endian::Big => buf.extend_from_slice(&v.to_be_bytes()),
@@ -985,14 +1003,21 @@ impl Engine {
         }
         buf.push(read::BTF_VERSION);
         buf.push(0);
-        for v in [24, 0, type_len as u32, type_len as u32, strs.len() as u32] {
+        for v in [
+            hdr_len as u32,
+            0,
+            type_len as u32,
+            type_len as u32,
+            strs.len() as u32,
+        ] {
             put(&mut buf, v);
         }
+        buf.extend_from_slice(header_extra);
         for &v in type_words {
             put(&mut buf, v);
         }
         buf.extend_from_slice(strs);
-        read::parse(&buf, base).map_err(DedupError::Output)
+        buf
     }
 }
 

@@ -143,12 +143,29 @@ pub fn dedup(btf: &Btf) -> Result<Btf, DedupError> {
 
 /// [`dedup`] with the behaviour of the given libbpf.
 pub fn dedup_with(btf: &Btf, compat: Compat) -> Result<Btf, DedupError> {
+    let bytes = dedup_bytes(btf, compat)?;
+    crate::btf::read::parse(&bytes, btf.base().cloned()).map_err(DedupError::Output)
+}
+
+/// [`dedup_with`] straight to raw BTF bytes (what `btf__raw_data` gives), without
+/// building the result's type model: for writers, and to keep peak memory down.
+pub fn dedup_bytes(btf: &Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
     let mut e = engine::Engine::new(btf.base().map(|b| &**b), compat, false)?;
     e.add_batch(btf)?;
-    let mut out = e.to_btf(btf.base().cloned(), btf.endian())?;
     // libbpf keeps the input's header length; the bytes past 24 are zero.
-    out.set_header_extra(btf.header_extra().to_vec());
-    Ok(out)
+    Ok(e.to_bytes(btf.endian(), btf.header_extra()))
+}
+
+/// [`dedup_bytes`] taking `btf` by value, to free it as soon as its types are copied
+/// into the dedup's own compact form: the lowest peak memory, for the CLI.
+pub fn dedup_bytes_owned(btf: Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    let base = btf.base().cloned();
+    let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+    let mut e = engine::Engine::new(base.as_deref(), compat, false)?;
+    let s = e.load_batch(&btf)?;
+    drop(btf);
+    e.process(s)?;
+    Ok(e.to_bytes(endian, &extra))
 }
 
 /// Incremental dedup: batches of new types deduplicated against the canonical set
@@ -192,7 +209,8 @@ impl Incremental {
             .base
             .as_ref()
             .map_or(crate::btf::Endian::native(), |b| b.endian());
-        self.engine.to_btf(self.base.clone(), endian)
+        let bytes = self.engine.to_bytes(endian, &[]);
+        crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 
     /// The final pass: one-shot dedup of the kept set.

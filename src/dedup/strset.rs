@@ -3,34 +3,42 @@
 
 use super::fxhash::{hash_bytes, FxHashMap};
 
-const NONE: u32 = u32::MAX;
-
-/// An index of NUL-terminated strings in a byte buffer, by content.
+/// An index of NUL-terminated strings in a byte buffer, by content: the 64-bit
+/// content hash maps straight to the offset (one probe, one compare); the rare
+/// strings whose hash another string already has go to a side list.
 #[derive(Default)]
 struct Index {
-    /// Content hash → first entry of its chain.
-    heads: FxHashMap<u64, u32>,
-    /// (offset in the buffer, next entry with the same hash).
-    entries: Vec<(u32, u32)>,
+    first: FxHashMap<u64, u32>,
+    collisions: FxHashMap<u64, Vec<u32>>,
 }
 
 impl Index {
-    fn find(&self, data: &[u8], s: &[u8], h: u64) -> Option<u32> {
-        let mut e = *self.heads.get(&h)?;
-        while e != NONE {
-            let (off, next) = self.entries[e as usize];
-            if str_at(data, off) == s {
-                return Some(off);
-            }
-            e = next;
+    fn with_capacity(n: usize) -> Index {
+        Index {
+            first: FxHashMap::with_capacity_and_hasher(n, Default::default()),
+            collisions: FxHashMap::default(),
         }
-        None
     }
 
+    fn find(&self, data: &[u8], s: &[u8], h: u64) -> Option<u32> {
+        let off = *self.first.get(&h)?;
+        if str_at(data, off) == s {
+            return Some(off);
+        }
+        self.collisions
+            .get(&h)?
+            .iter()
+            .copied()
+            .find(|&o| str_at(data, o) == s)
+    }
+
+    /// Records `off`, which holds a string not yet in the index.
     fn insert(&mut self, h: u64, off: u32) {
-        let idx = self.entries.len() as u32;
-        let next = self.heads.insert(h, idx).unwrap_or(NONE);
-        self.entries.push((off, next));
+        if let Some(prev) = self.first.insert(h, off) {
+            // Keep the first string first; the newcomer goes to the side list.
+            self.first.insert(h, prev);
+            self.collisions.entry(h).or_default().push(off);
+        }
     }
 }
 
@@ -48,6 +56,12 @@ pub struct StrSet {
 }
 
 impl StrSet {
+    /// Makes room for about `bytes` more bytes of strings.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.data.reserve(bytes);
+        self.index.first.reserve(bytes / 32);
+    }
+
     /// The section bytes.
     pub fn data(&self) -> &[u8] {
         &self.data
@@ -79,7 +93,7 @@ pub struct StrIndex {
 impl StrIndex {
     /// Indexes `data`.
     pub fn new(data: Vec<u8>) -> StrIndex {
-        let mut index = Index::default();
+        let mut index = Index::with_capacity(data.len() / 16);
         let mut off = 0usize;
         while off < data.len() {
             let s = str_at(&data, off as u32);
@@ -110,6 +124,17 @@ mod tests {
         assert_eq!(s.add(b"long"), 5);
         assert_eq!(s.add(b"int"), 1);
         assert_eq!(s.data(), b"\0int\0long\0");
+    }
+
+    #[test]
+    fn colliding_hashes_still_find_each_string() {
+        let mut idx = Index::default();
+        let data = b"\0aa\0bb\0";
+        idx.insert(7, 1);
+        idx.insert(7, 4);
+        assert_eq!(idx.find(data, b"aa", 7), Some(1));
+        assert_eq!(idx.find(data, b"bb", 7), Some(4));
+        assert_eq!(idx.find(data, b"cc", 7), None);
     }
 
     #[test]

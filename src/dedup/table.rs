@@ -8,23 +8,27 @@
 //! of its new bucket — which reverses the relative order of entries with the same
 //! key. Entries with different keys never match the same query (the key covers every
 //! field the equality checks compare), so only the order within one key matters:
-//! newest first, reversed once per growth since insertion. We keep one list per key
-//! and apply the reversals lazily, counting growths in an epoch number.
+//! newest first, reversed once per growth since insertion. We keep one linked list
+//! per key and apply the reversals lazily, counting growths in an epoch number.
 
 use super::fxhash::FxHashMap;
 
+const END: u32 = u32::MAX;
+
+/// One key's list: its head node and the growth epoch its order is up to date at.
+#[derive(Clone, Copy)]
 struct Slot {
-    /// The growth epoch this list's order was last brought up to date at.
+    head: u32,
     epoch: u32,
-    /// Ids; iteration order is from the end to the start (the end is the head).
-    ids: Vec<u32>,
 }
 
-/// Signature hash → candidate ids, in libbpf's iteration order.
+/// Signature hash → candidate ids, in libbpf's iteration order. The lists are
+/// singly linked through one node arena, head first, like libbpf's buckets.
 #[derive(Default)]
 pub struct CandTable {
-    index: FxHashMap<u64, u32>,
-    slots: Vec<Slot>,
+    index: FxHashMap<u64, Slot>,
+    /// (id, next node).
+    nodes: Vec<(u32, u32)>,
     /// Number of entries (libbpf's `sz`), including any later removed.
     size: u64,
     /// libbpf's `cap`.
@@ -41,54 +45,67 @@ impl CandTable {
             self.epoch += 1;
         }
         self.size += 1;
+        let node = self.nodes.len() as u32;
         let epoch = self.epoch;
-        match self.index.get(&key) {
-            Some(&si) => {
-                let slot = &mut self.slots[si as usize];
-                sync(slot, epoch);
-                slot.ids.push(id);
-            }
-            None => {
-                self.index.insert(key, self.slots.len() as u32);
-                self.slots.push(Slot {
-                    epoch,
-                    ids: vec![id],
-                });
-            }
-        }
+        let slot = self.index.entry(key).or_insert(Slot { head: END, epoch });
+        sync(&mut self.nodes, slot, epoch);
+        self.nodes.push((id, slot.head));
+        slot.head = node;
     }
 
-    /// The candidates under `key`, in storage order: iterate them with `.iter().rev()`
-    /// to get libbpf's order.
+    /// Appends the candidates under `key`, in libbpf's order, to `out`.
     #[inline]
-    pub fn get(&mut self, key: u64) -> &[u32] {
-        match self.index.get(&key) {
-            Some(&si) => {
-                let epoch = self.epoch;
-                let slot = &mut self.slots[si as usize];
-                sync(slot, epoch);
-                &slot.ids
+    pub fn get_into(&mut self, key: u64, out: &mut Vec<u32>) {
+        let epoch = self.epoch;
+        if let Some(slot) = self.index.get_mut(&key) {
+            sync(&mut self.nodes, slot, epoch);
+            let mut n = slot.head;
+            while n != END {
+                let (id, next) = self.nodes[n as usize];
+                out.push(id);
+                n = next;
             }
-            None => &[],
         }
     }
 
     /// Removes the ids `>= first` from the list of `key` (used by the incremental
     /// mode to drop a batch's provisional entries; the order of the rest is kept).
     pub fn remove_from(&mut self, key: u64, first: u32) {
-        if let Some(&si) = self.index.get(&key) {
-            let epoch = self.epoch;
-            let slot = &mut self.slots[si as usize];
-            sync(slot, epoch);
-            slot.ids.retain(|&id| id < first);
+        let epoch = self.epoch;
+        if let Some(slot) = self.index.get_mut(&key) {
+            sync(&mut self.nodes, slot, epoch);
+            let mut prev = END;
+            let mut n = slot.head;
+            while n != END {
+                let (id, next) = self.nodes[n as usize];
+                if id >= first {
+                    if prev == END {
+                        slot.head = next;
+                    } else {
+                        self.nodes[prev as usize].1 = next;
+                    }
+                } else {
+                    prev = n;
+                }
+                n = next;
+            }
         }
     }
 }
 
+/// Applies the growths since the list was last looked at: an odd number reverses it.
 #[inline]
-fn sync(slot: &mut Slot, epoch: u32) {
+fn sync(nodes: &mut [(u32, u32)], slot: &mut Slot, epoch: u32) {
     if (epoch - slot.epoch) & 1 == 1 {
-        slot.ids.reverse();
+        let mut prev = END;
+        let mut n = slot.head;
+        while n != END {
+            let next = nodes[n as usize].1;
+            nodes[n as usize].1 = prev;
+            prev = n;
+            n = next;
+        }
+        slot.head = prev;
     }
     slot.epoch = epoch;
 }
@@ -115,8 +132,14 @@ mod tests {
                 model.insert(0, id);
             }
             t.add(key, id);
-            let got: Vec<u32> = t.get(7).iter().rev().copied().collect();
+            let mut got = Vec::new();
+            t.get_into(7, &mut got);
             assert_eq!(got, model, "after adding {id}");
         }
+        t.remove_from(7, 100);
+        let mut got = Vec::new();
+        t.get_into(7, &mut got);
+        model.retain(|&id| id < 100);
+        assert_eq!(got, model, "after removal");
     }
 }

@@ -144,7 +144,11 @@ pub fn doubled(btf: &Btf) -> Btf {
 /// Index of the first differing byte, for failure messages.
 pub fn first_diff(a: &[u8], b: &[u8]) -> String {
     match a.iter().zip(b).position(|(x, y)| x != y) {
-        Some(i) => format!("first difference at byte {i} (lengths {} and {})", a.len(), b.len()),
+        Some(i) => format!(
+            "first difference at byte {i} (lengths {} and {})",
+            a.len(),
+            b.len()
+        ),
         None => format!("lengths {} and {}", a.len(), b.len()),
     }
 }
