@@ -218,3 +218,184 @@ impl Incremental {
         dedup_with(&self.snapshot()?, self.compat)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::*;
+
+    fn int(b: &mut Btf) -> TypeId {
+        let name = b.push_str(b"int");
+        b.push_type(Type {
+            name,
+            kind: TypeKind::Int {
+                size: 4,
+                encoding: INT_SIGNED,
+                offset: 0,
+                bits: 32,
+            },
+        })
+    }
+
+    fn ptr(b: &mut Btf, to: TypeId) -> TypeId {
+        b.push_type(Type {
+            name: StrOffset::EMPTY,
+            kind: TypeKind::Ptr(to),
+        })
+    }
+
+    /// A struct with one member `m` of type `ty`.
+    fn strukt(b: &mut Btf, name: &[u8], ty: TypeId) -> TypeId {
+        let name = b.push_str(name);
+        let m = b.push_str(b"m");
+        b.push_type(Type {
+            name,
+            kind: TypeKind::Struct(Composite {
+                size: 8,
+                kflag: false,
+                members: vec![Member {
+                    name: m,
+                    type_id: ty,
+                    offset: 0,
+                }],
+            }),
+        })
+    }
+
+    /// One CU's `struct A { struct B *m; }; struct B { struct A *m; };`.
+    fn cycle_cu(b: &mut Btf) {
+        let first = b.type_count() + 1;
+        // ids: A, B, PTR->B, PTR->A
+        strukt(b, b"A", TypeId(first + 2));
+        strukt(b, b"B", TypeId(first + 3));
+        ptr(b, TypeId(first + 1));
+        ptr(b, TypeId(first));
+    }
+
+    fn names(b: &Btf) -> Vec<String> {
+        b.types()
+            .iter()
+            .map(|t| format!("{}:{}", t.kind().name(), b.str_at(t.name)))
+            .collect()
+    }
+
+    #[test]
+    fn cycles_through_pointers_dedup_to_one_copy() {
+        let mut b = Btf::new(None);
+        cycle_cu(&mut b);
+        cycle_cu(&mut b);
+        cycle_cu(&mut b);
+        let d = dedup(&b).unwrap();
+        assert_eq!(names(&d), ["STRUCT:A", "STRUCT:B", "PTR:", "PTR:"]);
+        assert_eq!(d.strings(), b"\0A\0m\0B\0");
+    }
+
+    #[test]
+    fn fwd_resolves_to_the_unique_struct_of_its_name() {
+        let mut b = Btf::new(None);
+        let s = b.push_str(b"S");
+        let fwd = b.push_type(Type {
+            name: s,
+            kind: TypeKind::Fwd { union: false },
+        });
+        ptr(&mut b, fwd);
+        let i = int(&mut b);
+        let st = strukt(&mut b, b"S", i);
+        ptr(&mut b, st);
+        let d = dedup(&b).unwrap();
+        // The FWD goes; both pointers become one pointer to S.
+        assert_eq!(names(&d), ["PTR:", "INT:int", "STRUCT:S"]);
+        assert_eq!(d.types()[0].kind, TypeKind::Ptr(TypeId(3)));
+    }
+
+    #[test]
+    fn enum_fwd_meets_a_full_enum64() {
+        let mut b = Btf::new(None);
+        let e = b.push_str(b"e");
+        b.push_type(Type {
+            name: e,
+            kind: TypeKind::Enum {
+                size: 4,
+                signed: false,
+                values: vec![],
+            },
+        });
+        let v = b.push_str(b"V");
+        b.push_type(Type {
+            name: e,
+            kind: TypeKind::Enum64 {
+                size: 8,
+                signed: false,
+                values: vec![Enum64Value {
+                    name: v,
+                    value: 1 << 40,
+                }],
+            },
+        });
+        assert_eq!(names(&dedup(&b).unwrap()), ["ENUM64:e"]);
+    }
+
+    #[test]
+    fn split_types_equal_to_base_types_go() {
+        let mut base = Btf::new(None);
+        cycle_cu(&mut base);
+        // A base is deduplicated (its strings too: a split string is matched to the
+        // base's first copy).
+        let base = Arc::new(dedup(&base).unwrap());
+        let mut split = Btf::new(Some(base.clone()));
+        cycle_cu(&mut split);
+        let i = int(&mut split);
+        strukt(&mut split, b"A", i); // same name, other layout: kept
+        let d = dedup(&split).unwrap();
+        assert_eq!(names(&d), ["INT:int", "STRUCT:A"]);
+        // Names already in the base are the base's; only "int" is new.
+        assert_eq!(d.strings(), b"int\0");
+        assert_eq!(d.types()[1].name, StrOffset(1));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let mut b = Btf::new(None);
+        ptr(&mut b, TypeId(9));
+        assert!(matches!(dedup(&b), Err(DedupError::Invalid { id: 1, .. })));
+
+        let mut b = Btf::new(None);
+        b.push_type(Type {
+            name: StrOffset(1000),
+            kind: TypeKind::Float { size: 4 },
+        });
+        assert_eq!(
+            dedup(&b).unwrap_err(),
+            DedupError::BadString {
+                id: 1,
+                offset: 1000
+            }
+        );
+
+        let mut b = Btf::new(None);
+        ptr(&mut b, TypeId(2));
+        ptr(&mut b, TypeId(1));
+        assert!(matches!(dedup(&b), Err(DedupError::Loop { .. })));
+    }
+
+    #[test]
+    fn incremental_keeps_only_new_types() {
+        let mut cu = Btf::new(None);
+        cycle_cu(&mut cu);
+        let mut inc = Incremental::new(None, Compat::Upstream).unwrap();
+        inc.add(&cu).unwrap();
+        assert_eq!(inc.len(), 4);
+        inc.add(&cu).unwrap();
+        assert_eq!(inc.len(), 4);
+        let mut other = Btf::new(None);
+        int(&mut other);
+        inc.add(&other).unwrap();
+        assert_eq!(inc.len(), 5);
+        let mut all = Btf::new(None);
+        cycle_cu(&mut all);
+        cycle_cu(&mut all);
+        int(&mut all);
+        let got = crate::btf::write::to_bytes(&inc.finish().unwrap());
+        assert_eq!(got, crate::btf::write::to_bytes(&dedup(&all).unwrap()));
+    }
+}
