@@ -89,3 +89,41 @@ fn doubled_modules_split_equal_libbpf() {
         check(&d, &path, Some(&base_path), &dir, &format!("doubled {m}"));
     }
 }
+
+/// The case "libbpf: Fix deduplication of typedef with base definitions" is about:
+/// split BTF holding copies of base typedefs. Every base typedef is appended to a
+/// module (names copied into the module's strings): all copies must go, as libbpf
+/// 1.1 (typedefs as reference kinds) and fixed current libbpf (typedefs compared by
+/// graph, base typedefs indexed the same way) both do.
+#[test]
+fn split_copies_of_base_typedefs_dedup_into_the_base() {
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else { return };
+    let dir = scratch("base-typedefs");
+    let (base, base_path) = vmlinux_base(&corpus, &dir);
+    let mut btf = btf::read::read_file(&refs.join("nf_conntrack.kernel-flags.btf"), Some(Arc::clone(&base)))
+        .expect("read module reference");
+    let before = btf.types().len();
+    let mut copies = 0;
+    for id in 1..=base.type_count() {
+        let t = base.get(btf::TypeId(id)).expect("base type").clone();
+        if let btf::TypeKind::Typedef(target) = t.kind {
+            let name = btf.push_str(base.str_bytes(t.name).expect("typedef name"));
+            btf.push_type(btf::Type {
+                name,
+                kind: btf::TypeKind::Typedef(target),
+            });
+            copies += 1;
+        }
+    }
+    assert!(copies > 1000, "only {copies} base typedefs");
+    let path = dir.join("with-typedefs.btf");
+    write(&btf, &path);
+    check(&btf, &path, Some(&base_path), &dir, "module + base typedef copies");
+    let d = dedup_with(&btf, Compat::Upstream).expect("dedup");
+    let plain = dedup_with(
+        &btf::read::read_file(&refs.join("nf_conntrack.kernel-flags.btf"), Some(base)).expect("read"),
+        Compat::Upstream,
+    )
+    .expect("dedup");
+    assert_eq!(d.types().len(), plain.types().len(), "copies of base typedefs were kept ({before} types before)");
+}
