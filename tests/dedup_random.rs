@@ -7,7 +7,7 @@
 //! The oracle is the system libbpf (1.1.2), so the exact comparison uses
 //! `Compat::Libbpf1_1`; `Compat::Upstream` must give the same bytes on graphs
 //! without typedefs and in-CU duplicates, whose handling changed after 1.1.
-//! `DEDUP_RANDOM_CASES` sets the number of cases (default 150).
+//! `DEDUP_RANDOM_CASES` sets the number of cases (default 100).
 
 mod dedup_util;
 
@@ -554,7 +554,7 @@ fn random_graphs_equal_libbpf() {
     let cases: u64 = std::env::var("DEDUP_RANDOM_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(150);
+        .unwrap_or(100);
     let dir = scratch("random");
     let (mut upstream_checked, mut split_cases) = (0, 0);
     for seed in 0..cases {

@@ -97,11 +97,16 @@ fn doubled_modules_split_equal_libbpf() {
 /// graph, base typedefs indexed the same way) both do.
 #[test]
 fn split_copies_of_base_typedefs_dedup_into_the_base() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else { return };
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+        return;
+    };
     let dir = scratch("base-typedefs");
     let (base, base_path) = vmlinux_base(&corpus, &dir);
-    let mut btf = btf::read::read_file(&refs.join("nf_conntrack.kernel-flags.btf"), Some(Arc::clone(&base)))
-        .expect("read module reference");
+    let mut btf = btf::read::read_file(
+        &refs.join("nf_conntrack.kernel-flags.btf"),
+        Some(Arc::clone(&base)),
+    )
+    .expect("read module reference");
     let before = btf.types().len();
     let mut copies = 0;
     for id in 1..=base.type_count() {
@@ -118,12 +123,23 @@ fn split_copies_of_base_typedefs_dedup_into_the_base() {
     assert!(copies > 1000, "only {copies} base typedefs");
     let path = dir.join("with-typedefs.btf");
     write(&btf, &path);
-    check(&btf, &path, Some(&base_path), &dir, "module + base typedef copies");
+    check(
+        &btf,
+        &path,
+        Some(&base_path),
+        &dir,
+        "module + base typedef copies",
+    );
     let d = dedup_with(&btf, Compat::Upstream).expect("dedup");
     let plain = dedup_with(
-        &btf::read::read_file(&refs.join("nf_conntrack.kernel-flags.btf"), Some(base)).expect("read"),
+        &btf::read::read_file(&refs.join("nf_conntrack.kernel-flags.btf"), Some(base))
+            .expect("read"),
         Compat::Upstream,
     )
     .expect("dedup");
-    assert_eq!(d.types().len(), plain.types().len(), "copies of base typedefs were kept ({before} types before)");
+    assert_eq!(
+        d.types().len(),
+        plain.types().len(),
+        "copies of base typedefs were kept ({before} types before)"
+    );
 }
