@@ -23,10 +23,7 @@ fn run(args: Vec<OsString>) -> Result<(), Error> {
     match sub {
         Some("dump") => dump(&args[2..]),
         Some("dedup") => dedup(&args[2..]),
-        _ => Err(Error::Msg(
-            "usage: dwarf2btf dump FILE [--base-btf BASE] | dedup IN -o OUT [--base-btf BASE]"
-                .into(),
-        )),
+        _ => Err(Error::Msg("usage: dwarf2btf dump FILE [--base-btf BASE]".into())),
     }
 }
 
@@ -36,10 +33,7 @@ fn dump(args: &[OsString]) -> Result<(), Error> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--base-btf" {
-            base =
-                Some(PathBuf::from(it.next().ok_or_else(|| {
-                    Error::Msg("--base-btf needs a file".into())
-                })?));
+            base = Some(PathBuf::from(it.next().ok_or_else(|| Error::Msg("--base-btf needs a file".into()))?));
         } else {
             file = Some(PathBuf::from(a));
         }
@@ -61,8 +55,11 @@ fn dump(args: &[OsString]) -> Result<(), Error> {
 }
 
 /// `dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]`: deduplicate a BTF file (split
-/// over BASE if given) as libbpf's `btf__dedup` does and write the raw result.
+/// over BASE if given) as libbpf's `btf__dedup` does and write the raw result
+/// atomically. `--libbpf-1.1` gives Debian 12's libbpf's result instead of current
+/// libbpf's.
 fn dedup(args: &[OsString]) -> Result<(), Error> {
+    let usage = "usage: dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
     let (mut input, mut out, mut base) = (None, None, None);
     let mut compat = crate::dedup::Compat::Upstream;
     let mut it = args.iter();
@@ -70,7 +67,7 @@ fn dedup(args: &[OsString]) -> Result<(), Error> {
         let mut value = |what: &str| {
             it.next()
                 .map(PathBuf::from)
-                .ok_or_else(|| Error::Msg(format!("dedup: {what} needs a file")))
+                .ok_or_else(|| Error::Msg(format!("dedup: {what} needs a file; {usage}")))
         };
         if a == "-o" {
             out = Some(value("-o")?);
@@ -81,20 +78,19 @@ fn dedup(args: &[OsString]) -> Result<(), Error> {
         } else if input.is_none() {
             input = Some(PathBuf::from(a));
         } else {
-            return Err(Error::Msg(format!(
-                "dedup: unexpected argument {}",
-                a.to_string_lossy()
-            )));
+            let a = a.to_string_lossy();
+            return Err(Error::Msg(format!("dedup: unexpected argument {a}; {usage}")));
         }
     }
-    let input = input.ok_or_else(|| Error::Msg("dedup: no input file given".into()))?;
-    let out = out.ok_or_else(|| Error::Msg("dedup: no output file given (-o OUT)".into()))?;
+    let input = input.ok_or_else(|| Error::Msg(format!("dedup: no input file; {usage}")))?;
+    let out = out.ok_or_else(|| Error::Msg(format!("dedup: no output file; {usage}")))?;
     let base = match base {
         Some(b) => Some(Arc::new(btf::read::read_file(&b, None)?)),
         None => None,
     };
     let btf = btf::read::read_file(&input, base)?;
-    let result =
-        crate::dedup::dedup_with(&btf, compat).map_err(|e| Error::file(&input, e.to_string()))?;
-    crate::output::write_atomic(&out, &btf::write::to_bytes(&result))
+    // By value: the input's type model is freed once the dedup has copied it.
+    let bytes = crate::dedup::dedup_bytes_owned(btf, compat)
+        .map_err(|e| Error::file(&input, e.to_string()))?;
+    crate::output::write_atomic(&out, &bytes)
 }
