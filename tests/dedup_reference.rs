@@ -143,3 +143,20 @@ fn split_copies_of_base_typedefs_dedup_into_the_base() {
         "copies of base typedefs were kept ({before} types before)"
     );
 }
+
+/// A big-endian BTF (libbpf dedups it in that byte order and writes it back so).
+#[test]
+fn big_endian_equals_libbpf() {
+    let (Some(refs), true) = (reference_dir(), have_libbpf()) else {
+        return;
+    };
+    let dir = scratch("big-endian");
+    let mut btf = btf::read::read_file(&refs.join(VMLINUX[1]), None).expect("read reference");
+    btf.set_endian(btf::Endian::Big);
+    // libbpf reads non-native byte order only with the classic 24-byte header.
+    btf.set_header_extra(Vec::new());
+    let d = doubled(&btf);
+    let path = dir.join("be.btf");
+    write(&d, &path);
+    check(&d, &path, None, &dir, "big-endian doubled vmlinux");
+}
