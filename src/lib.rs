@@ -7,6 +7,7 @@
 
 pub mod btf;
 pub mod cli;
+pub mod dedup;
 pub mod elf_write;
 mod error;
 pub mod mmap;
