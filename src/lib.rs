@@ -8,6 +8,8 @@
 pub mod btf;
 pub mod cli;
 mod error;
+pub mod kfuncs;
 pub mod output;
+pub mod symbols;
 
 pub use error::{Error, Result};
