@@ -208,7 +208,10 @@ mod tests {
 
     #[test]
     fn func_names_from_btf_id_symbols() {
-        assert_eq!(btf_id_func_name("__BTF_ID__func__vfs_close__1"), Some("vfs_close"));
+        assert_eq!(
+            btf_id_func_name("__BTF_ID__func__vfs_close__1"),
+            Some("vfs_close")
+        );
         assert_eq!(
             btf_id_func_name("__BTF_ID__func__bpf__odd__name__815657"),
             Some("bpf__odd__name")

@@ -342,10 +342,7 @@ impl ElfSymbols {
 }
 
 /// Reads one ELF class/endianness.
-fn parse_elf<Elf: FileHeader<Endian = Endianness>>(
-    path: &Path,
-    data: &[u8],
-) -> Result<ElfSymbols> {
+fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
     let bad = |what: &str, e: object::read::Error| Error::file(path, format!("{what}: {e}"));
     let header = Elf::parse(data).map_err(|e| bad("bad ELF header", e))?;
     let endian = header.endian().map_err(|e| bad("bad ELF header", e))?;
@@ -430,35 +427,60 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(
 
 /// Gives the allocated sections of an ET_REL file the addresses libdwfl's
 /// `__libdwfl_report_elf` gives them when pahole reports the module offline: laid
-/// out one after another in index order, each aligned, from 0x10000. Sections that
-/// already have an address are kept (kernel modules have none).
+/// out one after another in index order, each aligned, from 0x10000.
+///
+/// `ld -r` can leave a nonzero `sh_addr` on some sections (kernel modules have
+/// `__patchable_function_entries` at 0x80 and `.data` after it); libdwfl keeps such
+/// an address unless the running layout would need padding before the section, and
+/// that rule is reproduced here step for step, base adjustments included.
 fn dwfl_rel_layout(sections: &mut [SectionInfo]) {
     let round = |v: u64, a: u64| v.wrapping_add(a - 1) & !(a - 1);
-    let laid_out = |s: &SectionInfo| s.flags & u64::from(elf::SHF_ALLOC) != 0 && s.file_addr == 0;
+    let alloc = |s: &SectionInfo| s.flags & u64::from(elf::SHF_ALLOC) != 0;
     let mut base = round(DWFL_OFFLINE_BASE, DWFL_REL_MIN_ALIGN);
+    let mut start = base;
     let mut end = base;
-    for i in 0..sections.len() {
-        if !laid_out(&sections[i]) {
+    let mut bias = 0u64;
+    let mut first = true;
+    for i in 1..sections.len() {
+        if !alloc(&sections[i]) {
             continue;
         }
         let align = sections[i].align.max(1);
         let next = round(end, align);
-        sections[i].addr = next;
-        if end == base {
-            // The first section placed (or the first after empty ones) sets the base.
-            base = next;
-        } else if base & (align - 1) != 0 {
-            // libdwfl restarts the whole layout from a base aligned for this
-            // section, re-placing every earlier allocated section.
-            base = round(base, align);
-            end = base;
-            for p in sections[..=i].iter_mut().filter(|p| laid_out(p)) {
-                p.addr = round(end, p.align.max(1));
-                end = p.addr + p.size;
+        let cur = sections[i].addr;
+        if cur == 0 || (bias == 0 && end > start && end != next) {
+            sections[i].addr = next;
+            if end == base {
+                // The first section placed sets the module's base.
+                start = next;
+                base = next;
+            } else if base & (align - 1) != 0 {
+                // libdwfl restarts the layout from a base aligned for this
+                // section, re-placing every allocated section up to this one.
+                base = round(base, align);
+                start = base;
+                end = base;
+                for p in sections[1..=i].iter_mut().filter(|p| alloc(p)) {
+                    p.addr = round(end, p.align.max(1));
+                    end = p.addr + p.size;
+                }
+                continue;
             }
-            continue;
+            end = next + sections[i].size;
+        } else {
+            // An address from the file: kept, and only tracked.
+            let top = cur + sections[i].size;
+            if first || end < top {
+                end = top;
+            }
+            if first || bias > cur {
+                bias = cur;
+            }
+            if (cur.wrapping_sub(bias).wrapping_add(base)) & (align - 1) != 0 {
+                base = round(base, align) + (bias & (align - 1));
+            }
         }
-        end = next + sections[i].size;
+        first = false;
     }
 }
 
@@ -509,7 +531,10 @@ mod tests {
         assert!(!t.find("a").unwrap().1.ambiguous_addr);
         assert!(t.find("b").unwrap().1.ambiguous_addr);
         assert_eq!(t.at_addr(0x10).count(), 2);
-        assert_eq!(t.at_addr(0x30).next().unwrap().1.name.as_ref(), "b.constprop.0");
+        assert_eq!(
+            t.at_addr(0x30).next().unwrap().1.name.as_ref(),
+            "b.constprop.0"
+        );
         // pahole's zero-address quirk: 0 first is "unset", 0 last is a mismatch.
         assert!(!ambiguous_address(&[sym("c", 0), sym("c", 8)]));
         assert!(ambiguous_address(&[sym("c", 8), sym("c", 0)]));
