@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use dwarf2btf::btf::{self, Btf, TypeId, TypeKind};
-use dwarf2btf::kfuncs::{Kfuncs, KF_FASTCALL};
+use dwarf2btf::kfuncs::{Kfuncs, KF_ARENA_ARG1, KF_ARENA_ARG2, KF_ARENA_RET, KF_FASTCALL};
 use dwarf2btf::symbols::{ElfSymbols, PERCPU_SECTION};
 
 /// The project's shared folder: `../shared` from the main checkout, `../../shared`
@@ -317,6 +317,11 @@ fn check_kfuncs(what: &str, kfuncs: &Kfuncs, facts: &RefFacts) {
         fastcall.len(),
         fast_tagged.len()
     );
+    let arena = kfuncs
+        .iter()
+        .filter(|(_, f)| f & (KF_ARENA_RET | KF_ARENA_ARG1 | KF_ARENA_ARG2) != 0)
+        .count();
+    eprintln!("{what}: {arena} kfuncs with KF_ARENA_* flags (used by `attributes`)");
     assert_eq!(&with_func, tagged, "{what}: bpf_kfunc");
     assert_eq!(&fastcall, fast_tagged, "{what}: bpf_fastcall");
     let other: Vec<&String> = facts
