@@ -63,9 +63,7 @@ impl FuncSym {
 /// All function symbols sharing one base name: what pahole calls an `elf_function`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ElfFunction {
-    /// The base name: the symbol name up to its first `.`.
-    pub name: Box<str>,
-    /// The symbols, in `.symtab` order.
+    /// The symbols, in `.symtab` order; never empty.
     pub syms: Vec<FuncSym>,
     /// The symbols do not all share one address (pahole's quirky rule, see
     /// [`ambiguous_address`]); pahole then emits no FUNC for this name.
@@ -73,6 +71,11 @@ pub struct ElfFunction {
 }
 
 impl ElfFunction {
+    /// The base name: the symbol name up to its first `.`.
+    pub fn name(&self) -> &str {
+        base_name(&self.syms[0].name)
+    }
+
     /// Whether one of the symbols at exactly `addr` is an optimized clone
     /// (`.isra` / `.constprop`): pahole's `optimized_symbol` for a DWARF function
     /// whose low_pc is `addr`.
@@ -106,6 +109,11 @@ pub fn ambiguous_address(syms: &[FuncSym]) -> bool {
     false
 }
 
+/// A symbol name up to its first `.` (`foo.isra.0` → `foo`).
+pub fn base_name(sym_name: &str) -> &str {
+    sym_name.find('.').map_or(sym_name, |i| &sym_name[..i])
+}
+
 /// Why a function symbol was left out of the table (pahole's
 /// `str_contains_non_fn_suffix`): the text after the first `.` contains one of these.
 pub fn is_non_function_piece(sym_name: &str) -> bool {
@@ -130,35 +138,47 @@ pub struct FunctionTable {
 }
 
 impl FunctionTable {
-    /// Builds the table from `(name, FuncSym)` pairs given in `.symtab` order.
+    /// Builds the table from the `STT_FUNC` symbols, given in `.symtab` order.
     pub fn from_syms(syms: impl IntoIterator<Item = FuncSym>) -> FunctionTable {
+        let mut kept: Vec<Option<FuncSym>> = Vec::new();
         let mut pieces_skipped = 0;
-        let mut kept: Vec<(Box<str>, FuncSym)> = Vec::new();
         for s in syms {
             if is_non_function_piece(&s.name) {
                 pieces_skipped += 1;
-                continue;
+            } else {
+                kept.push(Some(s));
             }
-            let base: Box<str> = match s.name.find('.') {
-                Some(i) => s.name[..i].into(),
-                None => s.name.clone(),
-            };
-            kept.push((base, s));
         }
-        // A stable sort keeps each name's symbols in .symtab order, which is what
-        // glibc's merge-sort qsort gives pahole.
-        kept.sort_by(|a, b| a.0.cmp(&b.0));
+        // Sort positions by (base name, position): the same order as a stable sort
+        // by name, which is what glibc's merge-sort qsort gives pahole, without
+        // moving the symbols around.
+        let bases: Vec<&str> = kept
+            .iter()
+            .map(|s| base_name(&s.as_ref().expect("not moved yet").name))
+            .collect();
+        let mut order: Vec<u32> = (0..kept.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| bases[a as usize].cmp(bases[b as usize]).then(a.cmp(&b)));
+        // Where each name's run starts, decided before the symbols are moved out.
+        let starts: Vec<bool> = order
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| k == 0 || bases[order[k - 1] as usize] != bases[i as usize])
+            .collect();
+        drop(bases);
         let mut funcs: Vec<ElfFunction> = Vec::new();
-        for (base, sym) in kept {
-            match funcs.last_mut() {
-                Some(f) if f.name == base => f.syms.push(sym),
-                _ => funcs.push(ElfFunction {
-                    name: base,
+        for (&i, &start) in order.iter().zip(&starts) {
+            let sym = kept[i as usize].take().expect("each symbol is moved once");
+            if start {
+                funcs.push(ElfFunction {
                     syms: vec![sym],
                     ambiguous_addr: false,
-                }),
+                });
+            } else {
+                funcs.last_mut().expect("a run has a start").syms.push(sym);
             }
         }
+        drop(order);
+        drop(kept);
         let mut by_addr = Vec::new();
         for (fi, f) in funcs.iter_mut().enumerate() {
             f.ambiguous_addr = ambiguous_address(&f.syms);
@@ -193,7 +213,7 @@ impl FunctionTable {
     /// The function with this base name, with its index (stable for this table).
     pub fn find(&self, name: &str) -> Option<(usize, &ElfFunction)> {
         self.funcs
-            .binary_search_by(|f| (*f.name).cmp(name))
+            .binary_search_by(|f| f.name().cmp(name))
             .ok()
             .map(|i| (i, &self.funcs[i]))
     }
@@ -509,7 +529,7 @@ mod tests {
             sym("qux.llvm.123", 0x400),
         ]);
         assert_eq!(t.pieces_skipped(), 3);
-        let names: Vec<&str> = t.functions().iter().map(|f| &*f.name).collect();
+        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
         assert_eq!(names, ["baz", "foo", "qux"]);
         let (_, baz) = t.find("baz").unwrap();
         assert!(baz.syms[0].is_optimized_clone());
@@ -541,9 +561,16 @@ mod tests {
     }
 
     #[test]
+    fn tables_are_shareable_between_workers() {
+        fn shareable<T: Send + Sync + 'static>() {}
+        shareable::<ElfSymbols>();
+        shareable::<crate::kfuncs::Kfuncs>();
+    }
+
+    #[test]
     fn names_sort_in_byte_order() {
         let t = FunctionTable::from_syms([sym("b", 1), sym("B", 2), sym("_a", 3), sym("a", 4)]);
-        let names: Vec<&str> = t.functions().iter().map(|f| &*f.name).collect();
+        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
         assert_eq!(names, ["B", "_a", "a", "b"]);
     }
 

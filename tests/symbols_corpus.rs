@@ -130,7 +130,16 @@ fn vmlinux_function_table_covers_every_reference_func() {
     };
     let path = corpus.join("vmlinux");
     let data = map(&path);
+    let t0 = std::time::Instant::now();
     let syms = ElfSymbols::parse(&path, &data).expect("vmlinux symbols");
+    let t1 = t0.elapsed();
+    let kf = Kfuncs::parse(&path, &data).expect("vmlinux kfuncs");
+    eprintln!(
+        "vmlinux: ElfSymbols::parse {:.1} ms, Kfuncs::parse {:.1} ms (test profile)",
+        t1.as_secs_f64() * 1e3,
+        (t0.elapsed() - t1).as_secs_f64() * 1e3
+    );
+    assert!(!kf.is_empty());
     let refb = btf::read::read_file(&reference, None).expect("reference");
     let facts = ref_facts(&refb);
     let table = &syms.functions;
@@ -171,7 +180,7 @@ fn vmlinux_function_table_covers_every_reference_func() {
     // function; every symbol of a name shares the name up to its first '.'.
     for f in table.functions() {
         for s in &f.syms {
-            assert_eq!(s.name.split('.').next().unwrap(), &*f.name);
+            assert_eq!(s.name.split('.').next().unwrap(), f.name());
             assert!(!s.suffix().contains(".part") && !s.suffix().contains(".cold"));
         }
     }
@@ -185,7 +194,7 @@ fn vmlinux_function_table_covers_every_reference_func() {
         .functions()
         .iter()
         .filter(|f| f.syms.iter().all(|s| !s.suffix().is_empty()))
-        .filter(|f| facts.funcs.contains_key(&*f.name))
+        .filter(|f| facts.funcs.contains_key(f.name()))
         .count();
     let ambiguous_names = table
         .functions()
@@ -197,7 +206,7 @@ fn vmlinux_function_table_covers_every_reference_func() {
     // Lookup by address finds each kept symbol.
     let f = table.find("vfs_read").expect("vfs_read").1;
     let addr = f.syms[0].addr;
-    assert!(table.at_addr(addr).any(|(g, _)| g.name == f.name));
+    assert!(table.at_addr(addr).any(|(g, _)| g.name() == f.name()));
 }
 
 #[test]

@@ -134,7 +134,7 @@ fn gcc_clones_pieces_and_aliases() {
 
     // An alias is another name at the same address.
     let use1 = table.find("use1").unwrap().1.syms[0].addr;
-    let at: Vec<&str> = table.at_addr(use1).map(|(f, _)| &*f.name).collect();
+    let at: Vec<&str> = table.at_addr(use1).map(|(f, _)| f.name()).collect();
     assert!(at.contains(&"use1") && at.contains(&"alias_fn"), "{at:?}");
     assert!(!table.find("alias_fn").unwrap().1.ambiguous_addr);
 }
