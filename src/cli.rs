@@ -22,9 +22,7 @@ fn run(args: Vec<OsString>) -> Result<(), Error> {
     let sub = args.get(1).and_then(|a| a.to_str());
     match sub {
         Some("dump") => dump(&args[2..]),
-        _ => Err(Error::Msg(
-            "usage: dwarf2btf dump FILE [--base-btf BASE]".into(),
-        )),
+        _ => Err(Error::Msg("usage: dwarf2btf dump FILE [--base-btf BASE]".into())),
     }
 }
 
@@ -34,10 +32,7 @@ fn dump(args: &[OsString]) -> Result<(), Error> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--base-btf" {
-            base =
-                Some(PathBuf::from(it.next().ok_or_else(|| {
-                    Error::Msg("--base-btf needs a file".into())
-                })?));
+            base = Some(PathBuf::from(it.next().ok_or_else(|| Error::Msg("--base-btf needs a file".into()))?));
         } else {
             file = Some(PathBuf::from(a));
         }

@@ -26,8 +26,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// `dir/.name.dwarf2btf-PID.tmp`, next to `path` so that the rename stays on one
 /// file system.
 fn temp_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or("out".into(), |n| n.to_string_lossy());
+    let name = path.file_name().map_or("out".into(), |n| n.to_string_lossy());
     path.with_file_name(format!(".{name}.dwarf2btf-{}.tmp", std::process::id()))
 }

@@ -5,8 +5,8 @@
 //! over vmlinux) holds an `Arc` of its base: its type ids continue after the base's
 //! last id and its string offsets after the end of the base's string section.
 
-pub mod read;
 mod types;
+pub mod read;
 pub mod write;
 
 pub use read::BtfError;

@@ -105,10 +105,7 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         return Err(BtfError::BadVersion(data[2]));
     }
     if data[3] != 0 {
-        return Err(BtfError::BadHeader(format!(
-            "flags {:#x} are not 0",
-            data[3]
-        )));
+        return Err(BtfError::BadHeader(format!("flags {:#x} are not 0", data[3])));
     }
     let mut w = Words {
         data,
@@ -125,9 +122,7 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         )));
     }
     if hdr_len % 4 != 0 {
-        return Err(BtfError::BadHeader(format!(
-            "header length {hdr_len} is not 4-aligned"
-        )));
+        return Err(BtfError::BadHeader(format!("header length {hdr_len} is not 4-aligned")));
     }
     let header_extra = data[HEADER_LEN..hdr_len].to_vec();
     if header_extra.iter().any(|&b| b != 0) {
@@ -151,16 +146,12 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
     let type_data = section(type_off, type_len, "type")?;
     let str_data = section(str_off, str_len, "string")?;
     if type_off % 4 != 0 {
-        return Err(BtfError::BadHeader(format!(
-            "type section offset {type_off} is not 4-aligned"
-        )));
+        return Err(BtfError::BadHeader(format!("type section offset {type_off} is not 4-aligned")));
     }
     let (t_lo, t_hi) = (type_off as u64, type_off as u64 + type_len as u64);
     let (s_lo, s_hi) = (str_off as u64, str_off as u64 + str_len as u64);
     if t_lo < s_hi && s_lo < t_hi {
-        return Err(BtfError::BadHeader(
-            "type and string sections overlap".into(),
-        ));
+        return Err(BtfError::BadHeader("type and string sections overlap".into()));
     }
     check_strings(str_data, base.is_some())?;
 
@@ -210,13 +201,10 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
     let raw_kind = (info >> 24) & 0x1f;
     let kflag = info >> 31 == 1;
     if info & 0x60ff_0000 != 0 {
-        return Err(bad_type(
-            id,
-            format!("reserved bits set in info {info:#010x}"),
-        ));
+        return Err(bad_type(id, format!("reserved bits set in info {info:#010x}")));
     }
-    let kind =
-        Kind::from_raw(raw_kind).ok_or_else(|| bad_type(id, format!("unknown kind {raw_kind}")))?;
+    let kind = Kind::from_raw(raw_kind)
+        .ok_or_else(|| bad_type(id, format!("unknown kind {raw_kind}")))?;
     // Every record's payload must fit in what is left, before we allocate for it.
     let per_item = match kind {
         Kind::Struct | Kind::Union | Kind::Enum64 | Kind::Datasec => 12,
@@ -224,10 +212,7 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
         _ => 0,
     };
     if per_item * vlen > w.data.len() - w.pos {
-        return Err(bad_type(
-            id,
-            format!("vlen {vlen} runs past the type section"),
-        ));
+        return Err(bad_type(id, format!("vlen {vlen} runs past the type section")));
     }
     let no_vlen = |k: Kind| -> Result<(), BtfError> {
         if vlen != 0 {
@@ -248,10 +233,7 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
             no_kflag(kind)?;
             let enc = w.u32().ok_or_else(trunc)?;
             if enc & 0xf000_ff00 != 0 {
-                return Err(bad_type(
-                    id,
-                    format!("reserved bits set in INT data {enc:#010x}"),
-                ));
+                return Err(bad_type(id, format!("reserved bits set in INT data {enc:#010x}")));
             }
             TypeKind::Int {
                 size: size_or_type,
@@ -407,10 +389,7 @@ pub enum Source {
 
 /// Returns the raw BTF bytes of `data`: the file itself if it starts with the BTF
 /// magic, or the contents of ELF section `section` (normally `.BTF`).
-pub fn btf_bytes<'a>(
-    data: &'a [u8],
-    section: &str,
-) -> Result<(std::borrow::Cow<'a, [u8]>, Source), BtfError> {
+pub fn btf_bytes<'a>(data: &'a [u8], section: &str) -> Result<(std::borrow::Cow<'a, [u8]>, Source), BtfError> {
     use object::{Object, ObjectSection};
     if data.len() >= 2 && (data[..2] == [0x9f, 0xeb] || data[..2] == [0xeb, 0x9f]) {
         return Ok((data.into(), Source::Raw));
