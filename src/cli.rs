@@ -1,54 +1,153 @@
-//! The command line: subcommands (`dump`, `dedup`) and pahole's encoding syntax.
+//! The command line: subcommands (`dump`, `validate`, later `dedup`) and, later,
+//! pahole's encoding syntax.
+//!
+//! `run` looks at the first argument and hands the rest to one function per mode; each
+//! mode parses its own arguments with clap, so adding a mode is one function and one
+//! line in `run`.
 
 use crate::btf;
 use crate::Error;
+use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+const USAGE: &str = "usage: dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
+                     dwarf2btf validate FILE [--base-btf BASE]";
 
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
     match run(args) {
         Ok(()) => 0,
-        Err(e) => {
+        Err(CliError::Usage(e)) => {
+            // clap prints help/version to stdout with exit code 0, errors to stderr.
+            let _ = e.print();
+            e.exit_code()
+        }
+        Err(CliError::Run(e)) => {
             eprintln!("dwarf2btf: error: {e}");
             1
         }
     }
 }
 
-fn run(args: Vec<OsString>) -> Result<(), Error> {
-    let sub = args.get(1).and_then(|a| a.to_str());
-    match sub {
-        Some("dump") => dump(&args[2..]),
-        _ => Err(Error::Msg("usage: dwarf2btf dump FILE [--base-btf BASE]".into())),
+/// Why a run failed: a bad command line (clap reports it) or a failed job.
+enum CliError {
+    Usage(clap::Error),
+    Run(Error),
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        CliError::Run(e)
     }
 }
 
-fn dump(args: &[OsString]) -> Result<(), Error> {
-    let mut file = None;
-    let mut base = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--base-btf" {
-            base = Some(PathBuf::from(it.next().ok_or_else(|| Error::Msg("--base-btf needs a file".into()))?));
-        } else {
-            file = Some(PathBuf::from(a));
-        }
+impl From<clap::Error> for CliError {
+    fn from(e: clap::Error) -> Self {
+        CliError::Usage(e)
     }
-    let file = file.ok_or_else(|| Error::Msg("dump: no file given".into()))?;
-    let base = match base {
-        Some(b) => Some(Arc::new(btf::read::read_file(&b, None)?)),
-        None => None,
+}
+
+/// Dispatches on the mode (first argument).
+fn run(args: Vec<OsString>) -> Result<(), CliError> {
+    let mode = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    // The mode's own parser sees "dwarf2btf MODE" as its program name.
+    let rest = || {
+        let mut v = vec![OsString::from(format!("dwarf2btf {mode}"))];
+        v.extend(args.iter().skip(2).cloned());
+        v
     };
-    let btf = btf::read::read_file(&file, base)?;
-    let mut out = std::io::stdout().lock();
-    for (i, t) in btf.types().iter().enumerate() {
-        let id = btf.first_id().0 + i as u32;
-        if writeln!(out, "[{id}] {} '{}'", t.kind().name(), btf.str_at(t.name)).is_err() {
-            break;
+    match mode {
+        "dump" => dump(DumpArgs::try_parse_from(rest())?),
+        "validate" => validate(ValidateArgs::try_parse_from(rest())?),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
         }
+        _ => Err(Error::Msg(USAGE.into()).into()),
     }
-    Ok(())
+}
+
+/// `dwarf2btf dump`: print BTF as `bpftool btf dump file` (raw format) does.
+#[derive(Parser, Debug)]
+#[command(about = "Print BTF exactly as `bpftool btf dump file FILE` does")]
+struct DumpArgs {
+    /// Raw BTF file, or ELF file with a .BTF section.
+    file: PathBuf,
+    /// Base BTF of a split BTF (raw file, or ELF file with a .BTF section).
+    #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
+    base_btf: Option<PathBuf>,
+    /// Print BTF that the kernel would refuse too, as bpftool does (for example
+    /// the BTF of a BPF object before libbpf fixes it up). The reader's structural
+    /// checks still apply.
+    #[arg(long)]
+    no_validate: bool,
+}
+
+/// `dwarf2btf validate`: run the kernel's checks and print every problem.
+#[derive(Parser, Debug)]
+#[command(about = "Check BTF the way the kernel and libbpf do; exit 1 on any problem")]
+struct ValidateArgs {
+    /// Raw BTF file, or ELF file with a .BTF section.
+    file: PathBuf,
+    /// Base BTF of a split BTF.
+    #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
+    base_btf: Option<PathBuf>,
+}
+
+/// Reads and validates the base, if any.
+fn load_base(base: Option<&Path>) -> Result<Option<Arc<btf::Btf>>, Error> {
+    base.map(|b| btf::read::read_file_checked(b, None).map(Arc::new))
+        .transpose()
+}
+
+fn dump(a: DumpArgs) -> Result<(), CliError> {
+    let btf = if a.no_validate {
+        let base = a
+            .base_btf
+            .as_deref()
+            .map(|b| btf::read::read_file(b, None).map(Arc::new))
+            .transpose()?;
+        btf::read::read_file(&a.file, base)?
+    } else {
+        let base = load_base(a.base_btf.as_deref())?;
+        btf::read::read_file_checked(&a.file, base)?
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let res = btf::dump::dump(&btf, &mut out).and_then(|()| out.flush());
+    match res {
+        // A closed pipe (`dwarf2btf dump F | head`) is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::Msg(format!("writing the dump: {e}")).into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn validate(a: ValidateArgs) -> Result<(), CliError> {
+    let base = load_base(a.base_btf.as_deref())?;
+    let path = &a.file;
+    let btf = btf::read::with_btf_bytes(path, ".BTF", |bytes| {
+        let btf = btf::read::parse(bytes, base)?;
+        let mut problems = btf::validate::check_layout(bytes);
+        problems.extend(btf::validate::validate(&btf));
+        Ok((btf, problems))
+    })?;
+    let (btf, problems) = btf;
+    if problems.is_empty() {
+        println!(
+            "{}: valid BTF, {} types (ids {}..={})",
+            path.display(),
+            btf.types().len(),
+            btf.first_id(),
+            btf.type_count()
+        );
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("{}: {p}", path.display());
+    }
+    Err(Error::file(path, format!("{} problems", problems.len())).into())
 }

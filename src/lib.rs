@@ -7,8 +7,10 @@
 
 pub mod btf;
 pub mod cli;
+pub mod elf_write;
 mod error;
 pub mod kfuncs;
+pub mod mmap;
 pub mod output;
 pub mod symbols;
 
