@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const USAGE: &str = "usage: dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
-                     dwarf2btf validate FILE [--base-btf BASE]";
+                     dwarf2btf validate FILE [--base-btf BASE]\n       \
+                     dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
 
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
@@ -62,6 +63,7 @@ fn run(args: Vec<OsString>) -> Result<(), CliError> {
     match mode {
         "dump" => dump(DumpArgs::try_parse_from(rest())?),
         "validate" => validate(ValidateArgs::try_parse_from(rest())?),
+        "dedup" => Ok(dedup(&args[2..])?),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             Ok(())
@@ -150,4 +152,42 @@ fn validate(a: ValidateArgs) -> Result<(), CliError> {
         eprintln!("{}: {p}", path.display());
     }
     Err(Error::file(path, format!("{} problems", problems.len())).into())
+}
+
+/// `dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]`: libbpf's btf__dedup.
+fn dedup(args: &[OsString]) -> Result<(), Error> {
+    let usage = "usage: dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
+    let (mut input, mut out, mut base) = (None, None, None);
+    let mut compat = crate::dedup::Compat::Upstream;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |what: &str| {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| Error::Msg(format!("dedup: {what} needs a file; {usage}")))
+        };
+        if a == "-o" {
+            out = Some(value("-o")?);
+        } else if a == "--base-btf" {
+            base = Some(value("--base-btf")?);
+        } else if a == "--libbpf-1.1" {
+            compat = crate::dedup::Compat::Libbpf1_1;
+        } else if input.is_none() {
+            input = Some(PathBuf::from(a));
+        } else {
+            let a = a.to_string_lossy();
+            return Err(Error::Msg(format!("dedup: unexpected argument {a}; {usage}")));
+        }
+    }
+    let input = input.ok_or_else(|| Error::Msg(format!("dedup: no input file; {usage}")))?;
+    let out = out.ok_or_else(|| Error::Msg(format!("dedup: no output file; {usage}")))?;
+    let base = match base {
+        Some(b) => Some(Arc::new(btf::read::read_file(&b, None)?)),
+        None => None,
+    };
+    let btf = btf::read::read_file(&input, base)?;
+    // By value: the input's type model is freed once the dedup has copied it.
+    let bytes = crate::dedup::dedup_bytes_owned(btf, compat)
+        .map_err(|e| Error::file(&input, e.to_string()))?;
+    crate::output::write_atomic(&out, &bytes)
 }

@@ -7,9 +7,12 @@
 
 pub mod btf;
 pub mod cli;
+pub mod dedup;
 pub mod elf_write;
 mod error;
+pub mod kfuncs;
 pub mod mmap;
 pub mod output;
+pub mod symbols;
 
 pub use error::{Error, Result};
