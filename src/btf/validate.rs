@@ -101,6 +101,7 @@ pub fn validate(btf: &Btf) -> Vec<Problem> {
         btf,
         out: Vec::new(),
         cur: TypeId(0),
+        chains: super::chains::Chains::new(btf),
     };
     v.check_strings();
     v.check_metas();
@@ -149,13 +150,8 @@ struct Validator<'a> {
     out: Vec<Problem>,
     /// The type being checked.
     cur: TypeId,
-}
-
-fn is_modifier(k: Kind) -> bool {
-    matches!(
-        k,
-        Kind::Typedef | Kind::Volatile | Kind::Const | Kind::Restrict | Kind::TypeTag
-    )
+    /// Chain ends and array sizes, computed once for all types.
+    chains: super::chains::Chains,
 }
 
 /// `btf_name_valid_identifier`: a C identifier of at most `MAX_NAME_LEN` bytes.
@@ -567,75 +563,29 @@ impl<'a> Validator<'a> {
 
     /// Follows modifiers from `id` to a type with or without a size, as the kernel's
     /// `btf_type_id_size` (with arrays sized as `__btf_resolve_size`).
-    fn resolve(&self, mut id: TypeId) -> Resolved<'a> {
-        // A modifier chain longer than the number of types is a loop; report as broken
-        // (the loop check names it).
-        let mut steps = 0u32;
-        loop {
-            if id.0 == 0 {
-                return Resolved::Void;
-            }
-            let Some(t) = self.btf.get(id) else {
-                return Resolved::Broken;
-            };
-            match &t.kind {
-                TypeKind::Typedef(n)
-                | TypeKind::Volatile(n)
-                | TypeKind::Const(n)
-                | TypeKind::Restrict(n)
-                | TypeKind::TypeTag { type_id: n, .. } => {
-                    steps += 1;
-                    if steps > self.btf.type_count() {
-                        return Resolved::Broken;
-                    }
-                    id = *n;
-                }
-                TypeKind::Ptr(_) => return Resolved::Sized(t, PTR_SIZE),
-                TypeKind::Array { .. } => {
-                    return match self.array_size(id) {
-                        Some(s) => Resolved::Sized(t, s),
-                        None => Resolved::Broken,
-                    }
-                }
-                _ => {
-                    return match t.kind.size() {
-                        Some(s) if t.kind() != Kind::Datasec => Resolved::Sized(t, s),
-                        _ => Resolved::Unsized(t),
-                    }
-                }
-            }
+    fn resolve(&self, id: TypeId) -> Resolved<'a> {
+        // Memoised: walking each type's chain from scratch is quadratic in its length.
+        let end = self.chains.end(id);
+        if end == 0 {
+            return Resolved::Void;
         }
-    }
-
-    /// Total byte size of an array type (nested arrays multiplied out), or None if it
-    /// overflows u32, dangles or the element has no size.
-    fn array_size(&self, mut id: TypeId) -> Option<u32> {
-        let mut nelems: u32 = 1;
-        let mut steps = 0u32;
-        loop {
-            steps += 1;
-            if steps > self.btf.type_count() + 1 {
-                return None;
-            }
-            let t = self.btf.get(id)?;
-            match &t.kind {
-                TypeKind::Array {
-                    elem_type,
-                    nelems: n,
-                    ..
-                } => {
-                    nelems = nelems.checked_mul(*n)?;
-                    id = *elem_type;
-                }
-                TypeKind::Typedef(n)
-                | TypeKind::Volatile(n)
-                | TypeKind::Const(n)
-                | TypeKind::Restrict(n)
-                | TypeKind::TypeTag { type_id: n, .. } => id = *n,
-                TypeKind::Ptr(_) => return nelems.checked_mul(PTR_SIZE),
-                TypeKind::Datasec { .. } => return None,
-                k => return nelems.checked_mul(k.size()?),
-            }
+        if end == super::chains::BROKEN {
+            // A dangling id or a modifier loop (the loop check names it).
+            return Resolved::Broken;
+        }
+        let Some(t) = self.btf.get(TypeId(end)) else {
+            return Resolved::Broken;
+        };
+        match &t.kind {
+            TypeKind::Ptr(_) => Resolved::Sized(t, PTR_SIZE),
+            TypeKind::Array { .. } => match self.chains.array_size(TypeId(end)) {
+                Some(s) => Resolved::Sized(t, s),
+                None => Resolved::Broken,
+            },
+            _ => match t.kind.size() {
+                Some(s) if t.kind() != Kind::Datasec => Resolved::Sized(t, s),
+                _ => Resolved::Unsized(t),
+            },
         }
     }
 
@@ -1092,33 +1042,12 @@ impl<'a> Validator<'a> {
     /// `btf_check_type_tags`: in a chain of modifiers, TYPE_TAGs come first.
     fn check_type_tags(&mut self) {
         let first = self.btf.first_id().0;
-        for (i, t) in self.btf.types().iter().enumerate() {
-            if !is_modifier(t.kind()) {
-                continue;
-            }
-            self.cur = TypeId(first + i as u32);
-            let mut in_tags = t.kind() == Kind::TypeTag;
-            let mut cur = t;
-            let mut steps = 0u32;
-            while is_modifier(cur.kind()) {
-                if cur.kind() == Kind::TypeTag {
-                    if !in_tags {
-                        self.problem("TYPE_TAG after a non-tag modifier in a modifier chain");
-                        break;
-                    }
-                } else {
-                    in_tags = false;
-                }
-                steps += 1;
-                if steps > self.btf.type_count() {
-                    break; // a loop, reported by check_loops
-                }
-                let mut next = TypeId::VOID;
-                cur.kind.for_each_ref(|r| next = r);
-                match self.btf.get(next) {
-                    Some(nt) => cur = nt,
-                    None => break,
-                }
+        let bad = super::chains::bad_type_tag_order(self.btf);
+        for i in 0..self.btf.types().len() {
+            let id = first + i as u32;
+            if bad[id as usize] {
+                self.cur = TypeId(id);
+                self.problem("TYPE_TAG after a non-tag modifier in a modifier chain");
             }
         }
     }
