@@ -61,3 +61,34 @@ fn check_btf(bytes: &[u8], base: Option<Arc<Btf>>, raw: bool) {
         );
     }
 }
+
+/// Parse (alone and over [`base`]), validate, dedup with both libbpf behaviours.
+/// Dedup must never panic, even on BTF the validator refuses (the `dedup` command
+/// does not validate its input); on valid input it must succeed, its output must
+/// itself be valid and hold no more types than the input.
+pub fn dedup(data: &[u8]) {
+    use dwarf2btf::dedup::{dedup_bytes, Compat};
+    for base in [None, Some(base())] {
+        let Ok(btf) = read::parse(data, base.clone()) else {
+            continue;
+        };
+        let mut problems = validate::check_layout(data);
+        problems.extend(validate::validate(&btf));
+        let valid = problems.is_empty();
+        for compat in [Compat::Upstream, Compat::Libbpf1_1] {
+            let res = dedup_bytes(&btf, compat);
+            if !valid {
+                continue;
+            }
+            let bytes = res.unwrap_or_else(|e| panic!("dedup ({compat:?}) of valid BTF failed: {e}"));
+            let out = validate::parse_checked(&bytes, base.clone())
+                .unwrap_or_else(|e| panic!("dedup ({compat:?}) output is not valid: {e}"));
+            assert!(
+                out.types().len() <= btf.types().len(),
+                "dedup ({compat:?}) added types: {} -> {}",
+                btf.types().len(),
+                out.types().len()
+            );
+        }
+    }
+}

@@ -231,6 +231,7 @@ fn deep_chains_use_bounded_stack() {
             }),
         });
     });
+    let started = std::time::Instant::now();
     let handle = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .spawn(move || {
