@@ -54,6 +54,9 @@ fn modes() -> Vec<Mode> {
     ]
 }
 
+/// A bad base: file name, contents (None: missing), words its message may contain.
+type BaseCase = (&'static str, Option<Vec<u8>>, &'static [&'static str]);
+
 /// A fresh, empty folder for one case.
 fn scratch(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hostile_cli/{name}"));
@@ -209,7 +212,7 @@ fn bad_base_btf_fails_cleanly() {
         let truncated = base_bytes[..base_bytes.len() / 2].to_vec();
         let mut huge_type_len = base_bytes.clone();
         huge_type_len[12..16].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
-        let cases: [(&str, Option<Vec<u8>>, &[&str]); 5] = [
+        let cases: [BaseCase; 5] = [
             ("bad_magic.btf", Some(bad_magic), &["magic"]),
             ("truncated.btf", Some(truncated), &["truncated", "past"]),
             (
