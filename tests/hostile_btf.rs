@@ -255,6 +255,13 @@ fn deep_chains_use_bounded_stack() {
         [false, false, true, true],
         "loops found where expected"
     );
+    // Linear work takes well under a second per chain; a walk per type along its
+    // chain (quadratic) took minutes here.
+    let took = started.elapsed();
+    assert!(
+        took.as_secs() < 60,
+        "deep chains took {took:?}: superlinear validation?"
+    );
 }
 
 /// An ELF whose `.BTF` is an SHF_COMPRESSED section whose header claims 2^40 or 4 GiB
