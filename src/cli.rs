@@ -172,11 +172,17 @@ fn dedup(args: &[OsString]) -> Result<(), Error> {
             base = Some(value("--base-btf")?);
         } else if a == "--libbpf-1.1" {
             compat = crate::dedup::Compat::Libbpf1_1;
+        } else if a.to_string_lossy().starts_with('-') && a != "-" {
+            // Not taken as the input file name: `dedup --typo IN` must name the typo.
+            let a = a.to_string_lossy();
+            return Err(Error::Msg(format!("dedup: unknown option {a}; {usage}")));
         } else if input.is_none() {
             input = Some(PathBuf::from(a));
         } else {
             let a = a.to_string_lossy();
-            return Err(Error::Msg(format!("dedup: unexpected argument {a}; {usage}")));
+            return Err(Error::Msg(format!(
+                "dedup: unexpected argument {a}; {usage}"
+            )));
         }
     }
     let input = input.ok_or_else(|| Error::Msg(format!("dedup: no input file; {usage}")))?;
