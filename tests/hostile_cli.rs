@@ -45,6 +45,16 @@ fn modes() -> Vec<Mode> {
             },
         },
         Mode {
+            name: "dedup",
+            args: |i, b, o| {
+                let out = o.join("out.btf");
+                match b {
+                    Some(b) => os(&[&"dedup", &i, &"-o", &out, &"--base-btf", &b]),
+                    None => os(&[&"dedup", &i, &"-o", &out]),
+                }
+            },
+        },
+        Mode {
             name: "validate",
             args: |i, b, _| match b {
                 Some(b) => os(&[&"validate", &"--base-btf", &b, &i]),
@@ -206,6 +216,8 @@ fn bad_base_btf_fails_cleanly() {
             mode.name,
             String::from_utf8_lossy(&good.stderr)
         );
+        // The good run's output (dedup) must not hide a leftover of the bad runs.
+        let _ = std::fs::remove_file(dir.join("out.btf"));
         let base_bytes = std::fs::read(SPLIT_BASE).unwrap();
         let mut bad_magic = base_bytes.clone();
         bad_magic[0] = 0;
@@ -290,5 +302,38 @@ fn no_arguments_and_unknown_mode_fail_cleanly() {
             "{args:?}: {stderr}"
         );
         assert!(listing(&dir).is_empty());
+    }
+}
+
+/// Modes that write a file, given an output path that cannot be written (its folder
+/// is missing, or it is a folder): a clean error naming it, nothing left behind.
+#[test]
+fn unwritable_output_fails_cleanly() {
+    type Writer = fn(&Path, &Path) -> Vec<OsString>;
+    let writers: [(&str, Writer); 1] = [("dedup", |i, o| os(&[&"dedup", &i, &"-o", &o]))];
+    for (name, args) in writers {
+        let dir = scratch(&format!("unwritable_{name}"));
+        let input = dir.join("in.btf");
+        std::fs::copy(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/data/base.btf"),
+            &input,
+        )
+        .unwrap();
+        let a_dir = dir.join("a_dir");
+        std::fs::create_dir(&a_dir).unwrap();
+        let before = listing(&dir);
+        for out in [dir.join("missing_dir/out.btf"), a_dir.clone()] {
+            let res = run(&args(&input, &out));
+            let what = format!("{name} -> {}", out.display());
+            expect_clean_failure(
+                &what,
+                &res,
+                &out.display().to_string(),
+                &["no such file", "directory"],
+                &dir,
+                &before,
+            );
+            assert!(listing(&a_dir).is_empty(), "{what}: wrote into {a_dir:?}");
+        }
     }
 }
