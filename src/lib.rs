@@ -7,7 +7,11 @@
 
 pub mod btf;
 pub mod cli;
+pub mod dwarf;
+pub mod elf;
+pub mod encode;
 mod error;
 pub mod output;
+pub mod pipeline;
 
 pub use error::{Error, Result};

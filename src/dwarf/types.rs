@@ -1,0 +1,776 @@
+//! One compile unit's type DIEs, parsed into a compact form in the unit's arena.
+//!
+//! [`parse_cu`] walks every DIE of the unit once (gimli's raw entries, skipping the
+//! attributes of DIEs we do not need) and keeps, in DIE order, the type DIEs pahole
+//! encodes: everything the encoder needs and nothing else. Type references stay
+//! unit offsets ([`DieRef`]); [`CuTypes::index_of`] maps them to positions by binary
+//! search over the sorted DIE offsets. Names borrow the input's string sections.
+
+use super::{DwarfInput, Reader};
+use arena::Bump;
+use bumpalo::collections::Vec as BVec;
+use gimli::constants::*;
+use gimli::{AttributeValue, UnitOffset};
+
+/// `DW_TAG_LLVM_annotation` (clang's `btf_type_tag` / `btf_decl_tag`).
+pub const DW_TAG_LLVM_ANNOTATION: u16 = 0x6000;
+/// `DW_TAG_GNU_annotation` (gcc ≥ 14's `btf_type_tag` / `btf_decl_tag`).
+pub const DW_TAG_GNU_ANNOTATION: u16 = 0x6001;
+
+/// A reference to a DIE of the same unit by its unit offset; 0 means none (void).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DieRef(pub u32);
+
+impl DieRef {
+    /// No type: void.
+    pub const VOID: DieRef = DieRef(0);
+}
+
+/// A name borrowed from the input (empty for anonymous).
+pub type Name<'a> = &'a [u8];
+
+/// A struct/union member.
+#[derive(Clone, Copy, Debug)]
+pub struct MemberDie<'a> {
+    /// Member name.
+    pub name: Name<'a>,
+    /// Member type.
+    pub ty: DieRef,
+    /// Bit offset from `DW_AT_data_bit_offset`, or `DW_AT_data_member_location` × 8.
+    pub bit_offset: u64,
+    /// `DW_AT_bit_size` (0: not a bitfield).
+    pub bit_size: u32,
+    /// The old `DW_AT_bit_offset` (DWARF ≤ 4), counted from the storage unit's MSB.
+    pub old_bit_offset: Option<i64>,
+    /// `DW_AT_byte_size` of the storage unit, if given (0 if not).
+    pub byte_size: u32,
+}
+
+/// An enumerator: name and value as pahole reads it (sign-extended only for
+/// `DW_FORM_sdata` / `implicit_const`, zero-extended otherwise).
+#[derive(Clone, Copy, Debug)]
+pub struct EnumeratorDie<'a> {
+    /// Enumerator name.
+    pub name: Name<'a>,
+    /// Value.
+    pub value: i64,
+}
+
+/// A parameter of a subroutine type.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamDie<'a> {
+    /// Parameter name (usually empty for subroutine types).
+    pub name: Name<'a>,
+    /// Parameter type.
+    pub ty: DieRef,
+}
+
+/// Modifier and reference kinds that carry only a target type (and a name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefKind {
+    /// `DW_TAG_pointer_type`.
+    Pointer,
+    /// `DW_TAG_const_type`.
+    Const,
+    /// `DW_TAG_volatile_type`.
+    Volatile,
+    /// `DW_TAG_restrict_type`.
+    Restrict,
+    /// `DW_TAG_typedef`.
+    Typedef,
+    /// A `btf_type_tag` annotation placed between a pointer and its pointee.
+    TypeTag,
+    /// A DIE that stands for its target (`DW_TAG_atomic_type`) or for void
+    /// (`DW_TAG_unspecified_type`, target none): not encoded, references follow it.
+    Alias,
+}
+
+/// One type DIE.
+#[derive(Clone, Copy, Debug)]
+pub enum TypeDie<'a> {
+    /// `DW_TAG_base_type`.
+    Base {
+        /// Name.
+        name: Name<'a>,
+        /// `DW_AT_byte_size`.
+        byte_size: u32,
+        /// `DW_AT_bit_size`, or byte size × 8.
+        bit_size: u32,
+        /// `DW_AT_encoding` (`DW_ATE_*`).
+        encoding: u8,
+    },
+    /// Pointer, cv-qualifier, typedef, type tag or alias.
+    Ref {
+        /// Which.
+        kind: RefKind,
+        /// Name (typedefs and type tags).
+        name: Name<'a>,
+        /// Target type.
+        ty: DieRef,
+    },
+    /// Struct, union or class.
+    Composite {
+        /// Union rather than struct/class.
+        is_union: bool,
+        /// `DW_AT_declaration`: encoded as FWD.
+        declaration: bool,
+        /// Name.
+        name: Name<'a>,
+        /// `DW_AT_byte_size`.
+        size: u32,
+        /// Data members, in order.
+        members: &'a [MemberDie<'a>],
+    },
+    /// Enumeration.
+    Enum {
+        /// Name.
+        name: Name<'a>,
+        /// `DW_AT_byte_size` (0 if absent).
+        size: u32,
+        /// Underlying type (`DW_AT_type`), for signedness.
+        ty: DieRef,
+        /// Enumerators.
+        values: &'a [EnumeratorDie<'a>],
+    },
+    /// Array: element type and the element count of each dimension.
+    Array {
+        /// Element type.
+        ty: DieRef,
+        /// Element count per dimension (0 for flexible/unknown).
+        dims: &'a [u64],
+    },
+    /// Subroutine type.
+    Proto {
+        /// Return type.
+        ret: DieRef,
+        /// Parameters.
+        params: &'a [ParamDie<'a>],
+        /// Ends with `...`.
+        varargs: bool,
+    },
+}
+
+/// A `btf_decl_tag` on a struct, union, typedef or one of a composite's members.
+#[derive(Clone, Copy, Debug)]
+pub struct DeclTagDie<'a> {
+    /// Index (in [`CuTypes::types`]) of the tagged type.
+    pub target: u32,
+    /// Member index, or -1 for the type itself.
+    pub component_idx: i32,
+    /// Tag value.
+    pub value: Name<'a>,
+}
+
+/// The type DIEs of one unit, in DIE order, allocated in the unit's arena.
+#[derive(Debug)]
+pub struct CuTypes<'a> {
+    /// Unit offset of each entry of `types` (strictly increasing).
+    pub offsets: &'a [u32],
+    /// The type DIEs.
+    pub types: &'a [TypeDie<'a>],
+    /// `btf_decl_tag` annotations of types and members.
+    pub decl_tags: &'a [DeclTagDie<'a>],
+    /// `DW_AT_language` of the unit (0 if absent).
+    pub language: u16,
+    /// Address size of the unit (pointer size).
+    pub address_size: u8,
+}
+
+impl<'a> CuTypes<'a> {
+    /// The position in `types` of the DIE at unit offset `r`, if it is a type DIE.
+    #[inline]
+    pub fn index_of(&self, r: DieRef) -> Option<usize> {
+        if r.0 == 0 {
+            return None;
+        }
+        self.offsets.binary_search(&r.0).ok()
+    }
+
+    /// An empty unit (e.g. one whose language is excluded).
+    pub fn empty(language: u16, address_size: u8) -> CuTypes<'static> {
+        CuTypes {
+            offsets: &[],
+            types: &[],
+            decl_tags: &[],
+            language,
+            address_size,
+        }
+    }
+}
+
+/// What an open DIE with children is, for interpreting its children.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    Composite,
+    Enum,
+    Array,
+    Proto,
+    Pointer,
+    Typedef,
+    Member,
+    Other,
+}
+
+/// An open DIE with children.
+#[derive(Clone, Copy)]
+struct Frame {
+    depth: isize,
+    kind: FrameKind,
+    /// Index in `types` of the DIE (for type frames).
+    index: u32,
+    /// Start of this frame's entries in the scratch vector for its child kind.
+    start: u32,
+    /// Start of this frame's pending type tags (pointers) / member decl tags.
+    tag_start: u32,
+}
+
+/// The attributes of a DIE that the encoder needs.
+#[derive(Default)]
+struct Attrs<'a> {
+    name: Name<'a>,
+    ty: DieRef,
+    byte_size: Option<u64>,
+    bit_size: Option<u64>,
+    data_bit_offset: Option<u64>,
+    bit_offset: Option<i64>,
+    member_location: Option<u64>,
+    encoding: u8,
+    declaration: bool,
+    const_value: Option<i64>,
+    const_str: Name<'a>,
+    upper_bound: Option<u64>,
+    count: Option<u64>,
+    lower_bound: Option<u64>,
+}
+
+/// Children collected while their parent DIE is open; moved into the arena when it
+/// closes.
+#[derive(Default)]
+struct Scratch<'a> {
+    stack: Vec<Frame>,
+    members: Vec<MemberDie<'a>>,
+    enumerators: Vec<EnumeratorDie<'a>>,
+    dims: Vec<u64>,
+    params: Vec<ParamDie<'a>>,
+    /// Pending `btf_type_tag` annotations of open pointers: (type index).
+    ptr_tags: Vec<u32>,
+    /// Pending `btf_decl_tag` values of open members.
+    member_tags: Vec<Name<'a>>,
+}
+
+/// Parses unit `idx` of `dw` into `bump`. Units whose language is in `exclude`
+/// yield an empty [`CuTypes`].
+pub fn parse_cu<'a, 'i: 'a>(
+    dw: &DwarfInput<'i>,
+    idx: usize,
+    bump: &'a Bump,
+    exclude: &[u16],
+) -> Result<CuTypes<'a>, crate::Error> {
+    let header = dw.units[idx];
+    let unit = dw.dwarf.unit(header).map_err(|e| dw.unit_error(idx, e))?;
+    let address_size = header.address_size();
+    let language = match unit.entries_raw(None) {
+        Ok(mut c) => root_language(&mut c).map_err(|e| dw.unit_error(idx, e))?,
+        Err(e) => return Err(dw.unit_error(idx, e)),
+    };
+    if exclude.contains(&language) {
+        return Ok(CuTypes::empty(language, address_size));
+    }
+    let mut p = Parser {
+        dwarf: &dw.dwarf,
+        unit: &unit,
+        offsets: BVec::new_in(bump),
+        types: BVec::new_in(bump),
+        decl_tags: BVec::new_in(bump),
+        bump,
+    };
+    let mut scratch = Scratch::default();
+    p.run(&mut scratch).map_err(|e| dw.unit_error(idx, e))?;
+    Ok(CuTypes {
+        offsets: p.offsets.into_bump_slice(),
+        types: p.types.into_bump_slice(),
+        decl_tags: p.decl_tags.into_bump_slice(),
+        language,
+        address_size,
+    })
+}
+
+/// Reads `DW_AT_language` of the unit's root DIE.
+fn root_language(c: &mut gimli::EntriesRaw<'_, '_, Reader<'_>>) -> gimli::Result<u16> {
+    let Some(abbrev) = c.read_abbreviation()? else {
+        return Ok(0);
+    };
+    let mut lang = 0;
+    for spec in abbrev.attributes() {
+        let attr = c.read_attribute(*spec)?;
+        if attr.name() == DW_AT_language {
+            if let Some(v) = attr.udata_value() {
+                lang = v as u16;
+            }
+        }
+    }
+    Ok(lang)
+}
+
+struct Parser<'a, 'i, 'u> {
+    dwarf: &'u gimli::Dwarf<Reader<'i>>,
+    unit: &'u gimli::Unit<Reader<'i>>,
+    offsets: BVec<'a, u32>,
+    types: BVec<'a, TypeDie<'a>>,
+    decl_tags: BVec<'a, DeclTagDie<'a>>,
+    bump: &'a Bump,
+}
+
+impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
+    fn run(&mut self, s: &mut Scratch<'a>) -> gimli::Result<()> {
+        s.stack.clear();
+        s.members.clear();
+        s.enumerators.clear();
+        s.dims.clear();
+        s.params.clear();
+        s.ptr_tags.clear();
+        s.member_tags.clear();
+        let mut cursor = self.unit.entries_raw(None)?;
+        while !cursor.is_empty() {
+            let off = cursor.next_offset().0 as u32;
+            let depth = cursor.next_depth();
+            let Some(abbrev) = cursor.read_abbreviation()? else {
+                continue;
+            };
+            while s.stack.last().is_some_and(|f| f.depth >= depth) {
+                let f = s.stack.pop().unwrap();
+                self.close(f, s);
+            }
+            let parent = match s.stack.last() {
+                Some(f) if f.depth == depth - 1 => f.kind,
+                _ => FrameKind::Other,
+            };
+            let tag = abbrev.tag();
+            let wanted = is_type_tag(tag)
+                || matches!(
+                    (parent, tag),
+                    (FrameKind::Composite, DW_TAG_member)
+                        | (FrameKind::Enum, DW_TAG_enumerator)
+                        | (FrameKind::Array, DW_TAG_subrange_type)
+                        | (FrameKind::Proto, DW_TAG_formal_parameter)
+                        | (FrameKind::Proto, DW_TAG_unspecified_parameters)
+                )
+                || (tag.0 == DW_TAG_LLVM_ANNOTATION || tag.0 == DW_TAG_GNU_ANNOTATION)
+                    && matches!(
+                        parent,
+                        FrameKind::Pointer
+                            | FrameKind::Composite
+                            | FrameKind::Typedef
+                            | FrameKind::Member
+                    );
+            if !wanted {
+                cursor.skip_attributes(abbrev.attributes())?;
+                if abbrev.has_children() {
+                    s.stack.push(Frame {
+                        depth,
+                        kind: FrameKind::Other,
+                        index: 0,
+                        start: 0,
+                        tag_start: 0,
+                    });
+                }
+                continue;
+            }
+            let mut a = Attrs::default();
+            for spec in abbrev.attributes() {
+                let attr = cursor.read_attribute(*spec)?;
+                self.take_attr(&mut a, attr)?;
+            }
+            let kind = self.handle(tag, parent, off, a, s);
+            if abbrev.has_children() {
+                let index = self.types.len().wrapping_sub(1) as u32;
+                let (start, tag_start) = match kind {
+                    FrameKind::Composite => (s.members.len(), 0),
+                    FrameKind::Enum => (s.enumerators.len(), 0),
+                    FrameKind::Array => (s.dims.len(), 0),
+                    FrameKind::Proto => (s.params.len(), 0),
+                    FrameKind::Pointer => (0, s.ptr_tags.len()),
+                    FrameKind::Member => (s.members.len() - 1, s.member_tags.len()),
+                    _ => (0, 0),
+                };
+                s.stack.push(Frame {
+                    depth,
+                    kind,
+                    index,
+                    start: start as u32,
+                    tag_start: tag_start as u32,
+                });
+            }
+        }
+        while let Some(f) = s.stack.pop() {
+            self.close(f, s);
+        }
+        Ok(())
+    }
+
+    fn push_type(&mut self, off: u32, t: TypeDie<'a>) {
+        self.offsets.push(off);
+        self.types.push(t);
+    }
+
+    /// Records one wanted DIE; returns the frame kind its children are read as.
+    fn handle(
+        &mut self,
+        tag: DwTag,
+        parent: FrameKind,
+        off: u32,
+        a: Attrs<'a>,
+        s: &mut Scratch<'a>,
+    ) -> FrameKind {
+        let ref_die = |kind| TypeDie::Ref {
+            kind,
+            name: a.name,
+            ty: a.ty,
+        };
+        match tag {
+            DW_TAG_base_type => {
+                let byte_size = a.byte_size.unwrap_or(0) as u32;
+                let bit_size = a.bit_size.map_or(byte_size.wrapping_mul(8), |b| b as u32);
+                self.push_type(
+                    off,
+                    TypeDie::Base {
+                        name: a.name,
+                        byte_size,
+                        bit_size,
+                        encoding: a.encoding,
+                    },
+                );
+                FrameKind::Other
+            }
+            DW_TAG_pointer_type => {
+                self.push_type(off, ref_die(RefKind::Pointer));
+                FrameKind::Pointer
+            }
+            DW_TAG_const_type => {
+                self.push_type(off, ref_die(RefKind::Const));
+                FrameKind::Other
+            }
+            DW_TAG_volatile_type => {
+                self.push_type(off, ref_die(RefKind::Volatile));
+                FrameKind::Other
+            }
+            DW_TAG_restrict_type => {
+                self.push_type(off, ref_die(RefKind::Restrict));
+                FrameKind::Other
+            }
+            DW_TAG_atomic_type => {
+                self.push_type(off, ref_die(RefKind::Alias));
+                FrameKind::Other
+            }
+            DW_TAG_unspecified_type => {
+                self.push_type(
+                    off,
+                    TypeDie::Ref {
+                        kind: RefKind::Alias,
+                        name: a.name,
+                        ty: DieRef::VOID,
+                    },
+                );
+                FrameKind::Other
+            }
+            DW_TAG_typedef => {
+                self.push_type(off, ref_die(RefKind::Typedef));
+                FrameKind::Typedef
+            }
+            DW_TAG_structure_type | DW_TAG_union_type | DW_TAG_class_type => {
+                self.push_type(
+                    off,
+                    TypeDie::Composite {
+                        is_union: tag == DW_TAG_union_type,
+                        declaration: a.declaration,
+                        name: a.name,
+                        size: a.byte_size.unwrap_or(0) as u32,
+                        members: &[],
+                    },
+                );
+                FrameKind::Composite
+            }
+            DW_TAG_enumeration_type => {
+                self.push_type(
+                    off,
+                    TypeDie::Enum {
+                        name: a.name,
+                        size: a.byte_size.unwrap_or(0) as u32,
+                        ty: a.ty,
+                        values: &[],
+                    },
+                );
+                FrameKind::Enum
+            }
+            DW_TAG_array_type => {
+                self.push_type(off, TypeDie::Array { ty: a.ty, dims: &[] });
+                FrameKind::Array
+            }
+            DW_TAG_subroutine_type => {
+                self.push_type(
+                    off,
+                    TypeDie::Proto {
+                        ret: a.ty,
+                        params: &[],
+                        varargs: false,
+                    },
+                );
+                FrameKind::Proto
+            }
+            DW_TAG_member => {
+                s.members.push(MemberDie {
+                    name: a.name,
+                    ty: a.ty,
+                    bit_offset: a
+                        .data_bit_offset
+                        .unwrap_or_else(|| a.member_location.unwrap_or(0).wrapping_mul(8)),
+                    bit_size: a.bit_size.unwrap_or(0) as u32,
+                    old_bit_offset: if a.data_bit_offset.is_none() { a.bit_offset } else { None },
+                    byte_size: a.byte_size.unwrap_or(0) as u32,
+                });
+                FrameKind::Member
+            }
+            DW_TAG_enumerator => {
+                s.enumerators.push(EnumeratorDie {
+                    name: a.name,
+                    value: a.const_value.unwrap_or(0),
+                });
+                FrameKind::Other
+            }
+            DW_TAG_subrange_type => {
+                let n = match (a.count, a.upper_bound) {
+                    (Some(c), _) => c,
+                    (None, Some(u)) => u.wrapping_add(1).wrapping_sub(a.lower_bound.unwrap_or(0)),
+                    (None, None) => 0,
+                };
+                s.dims.push(n);
+                FrameKind::Other
+            }
+            DW_TAG_formal_parameter => {
+                s.params.push(ParamDie {
+                    name: a.name,
+                    ty: a.ty,
+                });
+                FrameKind::Other
+            }
+            DW_TAG_unspecified_parameters => {
+                if let Some(f) = s.stack.last() {
+                    if let Some(TypeDie::Proto { varargs, .. }) = self.types.get_mut(f.index as usize) {
+                        *varargs = true;
+                    }
+                }
+                FrameKind::Other
+            }
+            _ if tag.0 == DW_TAG_LLVM_ANNOTATION || tag.0 == DW_TAG_GNU_ANNOTATION => {
+                self.annotation(parent, off, a, s);
+                FrameKind::Other
+            }
+            _ => FrameKind::Other,
+        }
+    }
+
+    /// A `btf_type_tag` under a pointer, or a `btf_decl_tag` under a type or member.
+    fn annotation(&mut self, parent: FrameKind, off: u32, a: Attrs<'a>, s: &mut Scratch<'a>) {
+        let Some(f) = s.stack.last().copied() else {
+            return;
+        };
+        match (parent, a.name) {
+            (FrameKind::Pointer, b"btf_type_tag") => {
+                s.ptr_tags.push(self.types.len() as u32);
+                self.push_type(
+                    off,
+                    TypeDie::Ref {
+                        kind: RefKind::TypeTag,
+                        name: a.const_str,
+                        ty: DieRef::VOID,
+                    },
+                );
+            }
+            (FrameKind::Composite | FrameKind::Typedef, b"btf_decl_tag") => {
+                self.decl_tags.push(DeclTagDie {
+                    target: f.index,
+                    component_idx: -1,
+                    value: a.const_str,
+                });
+            }
+            (FrameKind::Member, b"btf_decl_tag") => s.member_tags.push(a.const_str),
+            _ => {}
+        }
+    }
+
+    /// Finishes an open DIE: moves its children's data into the arena.
+    fn close(&mut self, f: Frame, s: &mut Scratch<'a>) {
+        let start = f.start as usize;
+        match f.kind {
+            FrameKind::Composite => {
+                let list = self.bump.alloc_slice_copy(&s.members[start..]);
+                s.members.truncate(start);
+                if let Some(TypeDie::Composite { members, .. }) = self.types.get_mut(f.index as usize) {
+                    *members = list;
+                }
+            }
+            FrameKind::Enum => {
+                let list = self.bump.alloc_slice_copy(&s.enumerators[start..]);
+                s.enumerators.truncate(start);
+                if let Some(TypeDie::Enum { values, .. }) = self.types.get_mut(f.index as usize) {
+                    *values = list;
+                }
+            }
+            FrameKind::Array => {
+                let list = self.bump.alloc_slice_copy(&s.dims[start..]);
+                s.dims.truncate(start);
+                if let Some(TypeDie::Array { dims, .. }) = self.types.get_mut(f.index as usize) {
+                    *dims = list;
+                }
+            }
+            FrameKind::Proto => {
+                let list = self.bump.alloc_slice_copy(&s.params[start..]);
+                s.params.truncate(start);
+                if let Some(TypeDie::Proto { params, .. }) = self.types.get_mut(f.index as usize) {
+                    *params = list;
+                }
+            }
+            FrameKind::Pointer => {
+                // pointer → first tag → … → last tag → pointee, as pahole chains them.
+                let tags = &s.ptr_tags[f.tag_start as usize..];
+                if let Some(&first) = tags.first() {
+                    let first_off = self.offsets[first as usize];
+                    let pointee = match &mut self.types[f.index as usize] {
+                        TypeDie::Ref { ty, .. } => std::mem::replace(ty, DieRef(first_off)),
+                        _ => DieRef::VOID,
+                    };
+                    for w in 0..tags.len() {
+                        let next = match tags.get(w + 1) {
+                            Some(&n) => DieRef(self.offsets[n as usize]),
+                            None => pointee,
+                        };
+                        if let TypeDie::Ref { ty, .. } = &mut self.types[tags[w] as usize] {
+                            *ty = next;
+                        }
+                    }
+                }
+                s.ptr_tags.truncate(f.tag_start as usize);
+            }
+            FrameKind::Member => {
+                // The member's index within its composite: its position among the
+                // members collected since the composite opened.
+                let comp = s
+                    .stack
+                    .iter()
+                    .rev()
+                    .find(|p| p.kind == FrameKind::Composite)
+                    .copied();
+                if let Some(c) = comp {
+                    let idx = (start - c.start as usize) as i32;
+                    for &value in &s.member_tags[f.tag_start as usize..] {
+                        self.decl_tags.push(DeclTagDie {
+                            target: c.index,
+                            component_idx: idx,
+                            value,
+                        });
+                    }
+                }
+                s.member_tags.truncate(f.tag_start as usize);
+            }
+            _ => {}
+        }
+    }
+
+    fn take_attr(&self, a: &mut Attrs<'a>, attr: gimli::Attribute<Reader<'i>>) -> gimli::Result<()> {
+        match attr.name() {
+            DW_AT_name => {
+                a.name = self.dwarf.attr_string(self.unit, attr.raw_value())?.slice();
+            }
+            DW_AT_type => {
+                a.ty = match attr.raw_value() {
+                    AttributeValue::UnitRef(UnitOffset(o)) => DieRef(o as u32),
+                    // References outside the unit are not followed (pahole reads
+                    // each unit on its own too): treated as void.
+                    _ => DieRef::VOID,
+                }
+            }
+            DW_AT_byte_size => a.byte_size = attr.udata_value(),
+            DW_AT_bit_size => a.bit_size = attr.udata_value(),
+            DW_AT_data_bit_offset => a.data_bit_offset = attr.udata_value(),
+            DW_AT_bit_offset => a.bit_offset = attr.sdata_value().or(attr.udata_value().map(|v| v as i64)),
+            DW_AT_data_member_location => {
+                a.member_location = match attr.raw_value() {
+                    AttributeValue::Exprloc(e) => plus_uconst(e),
+                    v => v.udata_value(),
+                }
+            }
+            DW_AT_encoding => {
+                if let AttributeValue::Encoding(e) = attr.value() {
+                    a.encoding = e.0;
+                } else if let Some(v) = attr.udata_value() {
+                    a.encoding = v as u8;
+                }
+            }
+            DW_AT_declaration => a.declaration = matches!(attr.raw_value(), AttributeValue::Flag(true)),
+            DW_AT_const_value => match attr.raw_value() {
+                AttributeValue::Sdata(v) => a.const_value = Some(v),
+                AttributeValue::Data1(v) => a.const_value = Some(v as i64),
+                AttributeValue::Data2(v) => a.const_value = Some(v as i64),
+                AttributeValue::Data4(v) => a.const_value = Some(v as i64),
+                AttributeValue::Data8(v) => a.const_value = Some(v as i64),
+                AttributeValue::Udata(v) => a.const_value = Some(v as i64),
+                v => {
+                    if let Ok(s) = self.dwarf.attr_string(self.unit, v) {
+                        a.const_str = s.slice();
+                    }
+                }
+            },
+            DW_AT_upper_bound => a.upper_bound = bound_value(attr.raw_value()),
+            DW_AT_count => a.count = bound_value(attr.raw_value()),
+            DW_AT_lower_bound => a.lower_bound = bound_value(attr.raw_value()),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// A constant array bound; bounds given as expressions or references (VLAs) read as
+/// unknown.
+fn bound_value(v: AttributeValue<Reader<'_>>) -> Option<u64> {
+    match v {
+        AttributeValue::Sdata(v) => Some(v as u64),
+        AttributeValue::Data1(v) => Some(v as u64),
+        AttributeValue::Data2(v) => Some(v as u64),
+        AttributeValue::Data4(v) => Some(v as u64),
+        AttributeValue::Data8(v) => Some(v),
+        AttributeValue::Udata(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// The offset of a `DW_OP_plus_uconst N` member location expression.
+fn plus_uconst(e: gimli::Expression<Reader<'_>>) -> Option<u64> {
+    let mut r = e.0;
+    let op = gimli::Reader::read_u8(&mut r).ok()?;
+    if op == DW_OP_plus_uconst.0 {
+        gimli::Reader::read_uleb128(&mut r).ok()
+    } else {
+        None
+    }
+}
+
+/// The DIE tags that are types pahole encodes (or follows).
+fn is_type_tag(tag: DwTag) -> bool {
+    matches!(
+        tag,
+        DW_TAG_base_type
+            | DW_TAG_pointer_type
+            | DW_TAG_const_type
+            | DW_TAG_volatile_type
+            | DW_TAG_restrict_type
+            | DW_TAG_atomic_type
+            | DW_TAG_unspecified_type
+            | DW_TAG_typedef
+            | DW_TAG_structure_type
+            | DW_TAG_union_type
+            | DW_TAG_class_type
+            | DW_TAG_enumeration_type
+            | DW_TAG_array_type
+            | DW_TAG_subroutine_type
+    )
+}

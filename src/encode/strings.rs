@@ -1,0 +1,90 @@
+//! The string index of the BTF being built: each distinct name is stored once.
+
+use crate::btf::{Btf, StrOffset};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Maps each name already in the BTF's string section to its offset.
+#[derive(Default)]
+pub struct StrIndex {
+    map: HashMap<Box<[u8]>, StrOffset, BuildHasherDefault<FxHasher>>,
+}
+
+impl StrIndex {
+    /// The offset of `s`, appending it to `btf`'s strings the first time.
+    pub fn intern(&mut self, btf: &mut Btf, s: &[u8]) -> StrOffset {
+        if s.is_empty() {
+            return StrOffset::EMPTY;
+        }
+        if let Some(&off) = self.map.get(s) {
+            return off;
+        }
+        let off = btf.push_str(s);
+        self.map.insert(s.into(), off);
+        off
+    }
+}
+
+/// A fast, non-cryptographic hasher for short names (the multiply-rotate scheme of
+/// rustc's FxHasher).
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interns_once() {
+        let mut btf = Btf::new(None);
+        let mut idx = StrIndex::default();
+        let a = idx.intern(&mut btf, b"int");
+        let b = idx.intern(&mut btf, b"long");
+        assert_eq!(idx.intern(&mut btf, b"int"), a);
+        assert_ne!(a, b);
+        assert_eq!(idx.intern(&mut btf, b""), StrOffset::EMPTY);
+        assert_eq!(btf.strings(), b"\0int\0long\0");
+    }
+}
