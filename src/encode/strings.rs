@@ -5,9 +5,29 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Maps each name already in the BTF's string section to its offset.
-#[derive(Default)]
+///
+/// Names usually come straight from the input's `.debug_str`, where the linker has
+/// merged equal strings, so the same name is almost always the same address: a
+/// first lookup by address (no hashing or comparing of bytes) answers most calls.
+/// Addresses are only compared, never dereferenced, and the input stays mapped for
+/// the whole run, so an address cannot be reused for another string.
 pub struct StrIndex {
     map: HashMap<Box<[u8]>, StrOffset, BuildHasherDefault<FxHasher>>,
+    /// A direct-mapped cache by address, small enough to stay in the CPU cache:
+    /// (address, length, offset).
+    recent: Box<[(usize, u32, u32)]>,
+}
+
+/// log2 of the number of entries of the address cache.
+const RECENT_BITS: u32 = 15;
+
+impl Default for StrIndex {
+    fn default() -> Self {
+        StrIndex {
+            map: HashMap::default(),
+            recent: vec![(0, 0, 0); 1 << RECENT_BITS].into_boxed_slice(),
+        }
+    }
 }
 
 impl StrIndex {
@@ -16,11 +36,21 @@ impl StrIndex {
         if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        if let Some(&off) = self.map.get(s) {
-            return off;
+        let addr = s.as_ptr() as usize;
+        let slot = (addr as u64).wrapping_mul(SEED) >> (64 - RECENT_BITS);
+        let e = &mut self.recent[slot as usize];
+        if e.0 == addr && e.1 as usize == s.len() {
+            return StrOffset(e.2);
         }
-        let off = btf.push_str(s);
-        self.map.insert(s.into(), off);
+        let off = match self.map.get(s) {
+            Some(&off) => off,
+            None => {
+                let off = btf.push_str(s);
+                self.map.insert(s.into(), off);
+                off
+            }
+        };
+        *e = (addr, s.len() as u32, off.0);
         off
     }
 }
