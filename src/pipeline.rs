@@ -45,7 +45,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
 pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
     let base = match &opts.btf_base {
-        Some(p) => Some(Arc::new(btf::read::read_file(p, None)?)),
+        Some(p) => Some(Arc::new(read_base(p)?)),
         None => None,
     };
     let input = ElfInput::open(&opts.input)?;
@@ -60,6 +60,16 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
         drop(arena);
     }
     Ok(state.finish())
+}
+
+/// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
+/// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
+fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: read-only private mapping, only read while this function runs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
+    btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
 
 /// Deduplicates the encoded BTF as pahole's final `btf__dedup` does.
