@@ -1,0 +1,104 @@
+//! The corpus kernel and modules encoded with the kernel's flags, deduplicated by
+//! libbpf (`tests/tools/libbpf_dedup.py`, until our dedup is merged) and compared
+//! with pahole v1.31's output by `btfcmp.py`, limited to the type kinds (functions
+//! and variables are another issue). Skips with a message when the corpus, the
+//! reference files or python3/libbpf are absent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KINDS: &str = "INT,PTR,ARRAY,STRUCT,UNION,ENUM,ENUM64,FWD,TYPEDEF,VOLATILE,CONST,RESTRICT,FLOAT,TYPE_TAG";
+const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn corpus() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
+        let d = PathBuf::from(d);
+        return d.join("vmlinux").exists().then_some(d);
+    }
+    let script = root().join("../shared/corpus/unpack.sh");
+    let out = Command::new("sh").arg(&script).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    d.join("vmlinux").exists().then_some(d)
+}
+
+fn reference() -> Option<PathBuf> {
+    let d = root().join("../shared/reference/pahole-1.31");
+    d.exists().then_some(d)
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("dwarf2btf-corpus-{}-{name}", std::process::id()))
+}
+
+/// Encodes `input`, dedups with libbpf and returns btfcmp's verdict line.
+fn encode_and_compare(input: &Path, reference: &Path, base: Option<&Path>) -> Option<String> {
+    let raw = tmp("raw.btf");
+    let deduped = tmp("dedup.btf");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"));
+    cmd.args(["-J", "-j2", KFLAGS, "--lang_exclude=rust"]);
+    if let Some(b) = base {
+        cmd.arg("--btf_base").arg(b);
+    }
+    let st = cmd
+        .arg(format!("--btf_encode_detached={}", raw.display()))
+        .arg(input)
+        .status()
+        .unwrap();
+    assert!(st.success(), "dwarf2btf failed on {}", input.display());
+    let mut dd = Command::new("python3");
+    dd.arg(root().join("tests/tools/libbpf_dedup.py")).arg(&raw).arg(&deduped);
+    if let Some(b) = base {
+        dd.arg("--base").arg(b);
+    }
+    let ok = dd.status().map(|s| s.success()).unwrap_or(false);
+    let _ = std::fs::remove_file(&raw);
+    if !ok {
+        println!("skipping: libbpf dedup (python3 + libbpf1) unavailable or failed");
+        return None;
+    }
+    let mut cmp = Command::new("python3");
+    cmp.arg(root().join("../shared/tools/btfcmp.py"))
+        .arg(&deduped)
+        .arg(reference)
+        .args(["--only-kinds", KINDS]);
+    if let Some(b) = base {
+        cmp.arg("--base").arg(b);
+    }
+    let out = cmp.output().unwrap();
+    let _ = std::fs::remove_file(&deduped);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    Some(text.lines().last().unwrap_or("").trim().to_string())
+}
+
+#[test]
+fn corpus_types_equal_pahole() {
+    let (Some(c), Some(r)) = (corpus(), reference()) else {
+        println!("skipping: corpus or pahole reference files not found");
+        return;
+    };
+    for m in ["vsock_loopback", "nf_conntrack", "nf_tables"] {
+        let verdict = encode_and_compare(
+            &c.join(format!("{m}.ko")),
+            &r.join(format!("{m}.kernel-flags.btf")),
+            Some(&c.join("vmlinux")),
+        );
+        if let Some(v) = verdict {
+            assert_eq!(v, "equal", "{m}.ko");
+        }
+    }
+    if let Some(v) = encode_and_compare(
+        &c.join("vmlinux"),
+        &r.join("vmlinux-cloud.kernel-flags.btf"),
+        None,
+    ) {
+        assert_eq!(v, "equal", "vmlinux");
+    }
+}
