@@ -14,12 +14,22 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The project's `shared` folder: `../shared` from the main checkout, further up
+/// from a worktree.
+fn shared() -> Option<PathBuf> {
+    root()
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared"))
+        .find(|d| d.join("tools/btfcmp.py").exists())
+}
+
 fn corpus() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
         let d = PathBuf::from(d);
         return d.join("vmlinux").exists().then_some(d);
     }
-    let script = root().join("../shared/corpus/unpack.sh");
+    let script = shared()?.join("corpus/unpack.sh");
     let out = Command::new("sh").arg(&script).output().ok()?;
     if !out.status.success() {
         return None;
@@ -29,7 +39,7 @@ fn corpus() -> Option<PathBuf> {
 }
 
 fn reference() -> Option<PathBuf> {
-    let d = root().join("../shared/reference/pahole-1.31");
+    let d = shared()?.join("reference/pahole-1.31");
     d.exists().then_some(d)
 }
 
@@ -64,7 +74,7 @@ fn encode_and_compare(input: &Path, reference: &Path, base: Option<&Path>) -> Op
         return None;
     }
     let mut cmp = Command::new("python3");
-    cmp.arg(root().join("../shared/tools/btfcmp.py"))
+    cmp.arg(shared().unwrap().join("tools/btfcmp.py"))
         .arg(&deduped)
         .arg(reference)
         .args(["--only-kinds", KINDS]);

@@ -377,9 +377,23 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 continue;
             }
             let mut a = Attrs::default();
-            for spec in abbrev.attributes() {
-                let attr = cursor.read_attribute(*spec)?;
-                self.take_attr(&mut a, attr)?;
+            let specs = abbrev.attributes();
+            let mut i = 0;
+            while i < specs.len() {
+                if is_needed(specs[i].name()) {
+                    let attr = cursor.read_attribute(specs[i])?;
+                    self.take_attr(&mut a, attr)?;
+                    i += 1;
+                } else {
+                    // Skip a run of attributes we do not use (decl_file, decl_line …)
+                    // without decoding them.
+                    let j = specs[i..]
+                        .iter()
+                        .position(|s| is_needed(s.name()))
+                        .map_or(specs.len(), |p| i + p);
+                    cursor.skip_attributes(&specs[i..j])?;
+                    i = j;
+                }
             }
             let kind = self.handle(tag, parent, off, a, s);
             if abbrev.has_children() {
@@ -752,6 +766,27 @@ fn plus_uconst(e: gimli::Expression<Reader<'_>>) -> Option<u64> {
     } else {
         None
     }
+}
+
+/// The attributes [`Parser::take_attr`] uses.
+#[inline]
+fn is_needed(name: DwAt) -> bool {
+    matches!(
+        name,
+        DW_AT_name
+            | DW_AT_type
+            | DW_AT_byte_size
+            | DW_AT_bit_size
+            | DW_AT_data_bit_offset
+            | DW_AT_bit_offset
+            | DW_AT_data_member_location
+            | DW_AT_encoding
+            | DW_AT_declaration
+            | DW_AT_const_value
+            | DW_AT_upper_bound
+            | DW_AT_count
+            | DW_AT_lower_bound
+    )
 }
 
 /// The DIE tags that are types pahole encodes (or follows).
