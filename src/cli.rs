@@ -69,8 +69,9 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
                 .add_list(&value(key)?),
             "--lang_exclude" => {
                 for name in value(key)?.split(',').filter(|n| !n.is_empty()) {
-                    let code = crate::dwarf::lang_code(name)
-                        .ok_or_else(|| Error::Msg(format!("--lang_exclude: unknown language '{name}'")))?;
+                    let code = crate::dwarf::lang_code(name).ok_or_else(|| {
+                        Error::Msg(format!("--lang_exclude: unknown language '{name}'"))
+                    })?;
                     lang_exclude.push(code);
                 }
             }
@@ -84,13 +85,17 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
             "--skip_encoding_btf_decl_tag" => legacy.decl_tag = false,
             "--skip_encoding_btf_type_tag" => legacy.type_tag = false,
             "--skip_encoding_btf_enum64" => legacy.enum64 = false,
-            _ if key.starts_with("-j") => jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?,
+            _ if key.starts_with("-j") => {
+                jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?
+            }
             _ if key.starts_with('-') && key.len() > 1 => {
                 return Err(Error::Msg(format!("unknown option '{a}'\n{USAGE}")))
             }
             _ => {
                 if input.replace(PathBuf::from(arg)).is_some() {
-                    return Err(Error::Msg(format!("more than one input file given\n{USAGE}")));
+                    return Err(Error::Msg(format!(
+                        "more than one input file given\n{USAGE}"
+                    )));
                 }
             }
         }
@@ -123,7 +128,10 @@ fn dump(args: &[OsString]) -> Result<(), Error> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--base-btf" {
-            base = Some(PathBuf::from(it.next().ok_or_else(|| Error::Msg("--base-btf needs a file".into()))?));
+            base =
+                Some(PathBuf::from(it.next().ok_or_else(|| {
+                    Error::Msg("--base-btf needs a file".into())
+                })?));
         } else {
             file = Some(PathBuf::from(a));
         }

@@ -8,7 +8,9 @@
 //! section offset in them reads as zero.
 
 use crate::Error;
-use object::{Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationKind, RelocationTarget};
+use object::{
+    Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationKind, RelocationTarget,
+};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -80,7 +82,10 @@ impl ElfInput {
             relocatable,
         };
         if input.section(".debug_info").is_empty() {
-            return Err(Error::file(path, "no DWARF debug information (.debug_info is missing or empty)"));
+            return Err(Error::file(
+                path,
+                "no DWARF debug information (.debug_info is missing or empty)",
+            ));
         }
         Ok(input)
     }
@@ -141,7 +146,10 @@ fn load_section(
         }
         return Ok(SectionData::Mapped { start, len });
     }
-    let mut bytes = sec.uncompressed_data().map_err(|e| e.to_string())?.into_owned();
+    let mut bytes = sec
+        .uncompressed_data()
+        .map_err(|e| e.to_string())?
+        .into_owned();
     if has_relocs {
         apply_relocations(obj, sec, &mut bytes, little_endian)?;
     }
@@ -161,7 +169,10 @@ fn apply_relocations(
             if matches!(reloc.flags(), RelocationFlags::Elf { r_type: 0 }) {
                 continue; // R_*_NONE
             }
-            return Err(format!("unsupported relocation {:?} at {offset:#x}", reloc.flags()));
+            return Err(format!(
+                "unsupported relocation {:?} at {offset:#x}",
+                reloc.flags()
+            ));
         }
         let sym_value = match reloc.target() {
             RelocationTarget::Symbol(idx) => obj
@@ -169,7 +180,11 @@ fn apply_relocations(
                 .map_err(|e| format!("relocation at {offset:#x}: {e}"))?
                 .address(),
             RelocationTarget::Absolute => 0,
-            _ => return Err(format!("relocation at {offset:#x} has an unsupported target")),
+            _ => {
+                return Err(format!(
+                    "relocation at {offset:#x} has an unsupported target"
+                ))
+            }
         };
         let size = reloc.size() as usize / 8;
         let at = offset as usize;
@@ -193,7 +208,11 @@ fn apply_relocations(
 fn read_uint(slot: &[u8], le: bool) -> u64 {
     let mut v = 0u64;
     for i in 0..slot.len() {
-        let b = if le { slot[slot.len() - 1 - i] } else { slot[i] };
+        let b = if le {
+            slot[slot.len() - 1 - i]
+        } else {
+            slot[i]
+        };
         v = v << 8 | b as u64;
     }
     v

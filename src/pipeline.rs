@@ -55,8 +55,8 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
         let arena = arena::CuArena::new();
         let cu = parse_cu(&dw, idx, arena.bump(), &opts.lang_exclude)?;
         encode_cu(&cu, &mut state).map_err(|e| dw.unit_error(idx, e))?;
-        // The unit's types are now owned by the BTF; free the unit at once.
-        drop(cu);
+        // The unit's types are now owned by the BTF; `cu` borrows the arena and ends
+        // here, and the arena is freed at once.
         drop(arena);
     }
     Ok(state.finish())

@@ -11,7 +11,10 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 fn expect_failure(input: &Path, what: &str) {
-    let out_file = tmp(&format!("{}.btf", input.file_name().unwrap().to_string_lossy()));
+    let out_file = tmp(&format!(
+        "{}.btf",
+        input.file_name().unwrap().to_string_lossy()
+    ));
     let out = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
         .args(["-J", "-j2", "--btf_features=default"])
         .arg(format!("--btf_encode_detached={}", out_file.display()))
@@ -20,7 +23,10 @@ fn expect_failure(input: &Path, what: &str) {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}: {err}", input.display());
-    assert!(err.contains(&input.display().to_string()), "error does not name the file: {err}");
+    assert!(
+        err.contains(&input.display().to_string()),
+        "error does not name the file: {err}"
+    );
     assert!(err.contains(what), "expected '{what}' in: {err}");
     assert!(!err.contains("panicked"), "{err}");
     assert!(!out_file.exists(), "output file left behind");
@@ -119,7 +125,10 @@ fn corrupt_debug_info() {
     std::fs::write(&garbage, unit).unwrap();
     let bad = tmp("corrupt-bad.o");
     let st = Command::new("objcopy")
-        .arg(format!("--update-section=.debug_info={}", garbage.display()))
+        .arg(format!(
+            "--update-section=.debug_info={}",
+            garbage.display()
+        ))
         .arg("--remove-section=.rela.debug_info")
         .arg(&obj)
         .arg(&bad)

@@ -7,7 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const KINDS: &str = "INT,PTR,ARRAY,STRUCT,UNION,ENUM,ENUM64,FWD,TYPEDEF,VOLATILE,CONST,RESTRICT,FLOAT,TYPE_TAG";
+const KINDS: &str =
+    "INT,PTR,ARRAY,STRUCT,UNION,ENUM,ENUM64,FWD,TYPEDEF,VOLATILE,CONST,RESTRICT,FLOAT,TYPE_TAG";
 const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
 
 fn root() -> &'static Path {
@@ -63,7 +64,9 @@ fn encode_and_compare(input: &Path, reference: &Path, base: Option<&Path>) -> Op
         .unwrap();
     assert!(st.success(), "dwarf2btf failed on {}", input.display());
     let mut dd = Command::new("python3");
-    dd.arg(root().join("tests/tools/libbpf_dedup.py")).arg(&raw).arg(&deduped);
+    dd.arg(root().join("tests/tools/libbpf_dedup.py"))
+        .arg(&raw)
+        .arg(&deduped);
     if let Some(b) = base {
         dd.arg("--base").arg(b);
     }

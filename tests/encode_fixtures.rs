@@ -83,7 +83,10 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
         TypeKind::Volatile(to) => format!("volatile({})", show(btf, *to, false)),
         TypeKind::Restrict(to) => format!("restrict({})", show(btf, *to, false)),
         TypeKind::TypeTag { type_id, kflag } => {
-            format!("type_tag '{n}' kflag={kflag} ({})", show(btf, *type_id, false))
+            format!(
+                "type_tag '{n}' kflag={kflag} ({})",
+                show(btf, *type_id, false)
+            )
         }
         TypeKind::Typedef(to) if top => format!("typedef '{n}' = {}", show(btf, *to, false)),
         TypeKind::Typedef(_) => format!("typedef '{n}'"),
@@ -98,7 +101,11 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
             show(btf, *elem_type, false)
         ),
         TypeKind::Struct(c) | TypeKind::Union(c) => {
-            let what = if matches!(t.kind, TypeKind::Struct(_)) { "struct" } else { "union" };
+            let what = if matches!(t.kind, TypeKind::Struct(_)) {
+                "struct"
+            } else {
+                "union"
+            };
             if named && !top {
                 return format!("{what} '{n}'");
             }
@@ -115,9 +122,18 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
                     )
                 })
                 .collect();
-            format!("{what} '{n}' size={} kflag={} {{{}}}", c.size, c.kflag, members.join(", "))
+            format!(
+                "{what} '{n}' size={} kflag={} {{{}}}",
+                c.size,
+                c.kflag,
+                members.join(", ")
+            )
         }
-        TypeKind::Enum { size, signed, values } => {
+        TypeKind::Enum {
+            size,
+            signed,
+            values,
+        } => {
             if named && !top {
                 return format!("enum '{n}'");
             }
@@ -125,9 +141,16 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
                 .iter()
                 .map(|v| format!("{}={:#x}", btf.str_at(v.name), v.value))
                 .collect();
-            format!("enum '{n}' size={size} signed={signed} {{{}}}", v.join(", "))
+            format!(
+                "enum '{n}' size={size} signed={signed} {{{}}}",
+                v.join(", ")
+            )
         }
-        TypeKind::Enum64 { size, signed, values } => {
+        TypeKind::Enum64 {
+            size,
+            signed,
+            values,
+        } => {
             if named && !top {
                 return format!("enum64 '{n}'");
             }
@@ -135,7 +158,10 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
                 .iter()
                 .map(|v| format!("{}={:#x}", btf.str_at(v.name), v.value))
                 .collect();
-            format!("enum64 '{n}' size={size} signed={signed} {{{}}}", v.join(", "))
+            format!(
+                "enum64 '{n}' size={size} signed={signed} {{{}}}",
+                v.join(", ")
+            )
         }
         TypeKind::FuncProto { ret, params } => {
             let p: Vec<String> = params
@@ -226,9 +252,18 @@ fn features_switch_kinds_off() {
     let btf = encode(&obj, Features::from_list("var"));
     let _ = std::fs::remove_file(&obj);
     let text = render(&btf);
-    assert!(text.contains("int 'double' size=8 enc=0 off=0 bits=64"), "{text}");
-    assert!(text.contains("enum 'big' size=8 signed=false {B_A=0x1, B_B=0x0}"), "{text}");
-    assert!(text.contains("enum 'sbig' size=8 signed=false {SB_A=0xffffffff, SB_B=0x0}"), "{text}");
+    assert!(
+        text.contains("int 'double' size=8 enc=0 off=0 bits=64"),
+        "{text}"
+    );
+    assert!(
+        text.contains("enum 'big' size=8 signed=false {B_A=0x1, B_B=0x0}"),
+        "{text}"
+    );
+    assert!(
+        text.contains("enum 'sbig' size=8 signed=false {SB_A=0xffffffff, SB_B=0x0}"),
+        "{text}"
+    );
     assert!(!text.contains("float '"), "{text}");
 }
 
@@ -240,6 +275,9 @@ fn tags_off_without_features() {
     let btf = encode(&obj, Features::from_list("float"));
     let _ = std::fs::remove_file(&obj);
     let text = render(&btf);
-    assert!(!text.contains("type_tag") && !text.contains("decl_tag"), "{text}");
+    assert!(
+        !text.contains("type_tag") && !text.contains("decl_tag"),
+        "{text}"
+    );
     assert!(text.contains("p@0:0 *(int 'int'"), "{text}");
 }

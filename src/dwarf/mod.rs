@@ -46,7 +46,10 @@ impl<'a> DwarfInput<'a> {
                 Err(e) => {
                     return Err(Error::file(
                         input.path(),
-                        format!("bad .debug_info unit header after {} units: {e}", units.len()),
+                        format!(
+                            "bad .debug_info unit header after {} units: {e}",
+                            units.len()
+                        ),
                     ))
                 }
             }
@@ -54,7 +57,11 @@ impl<'a> DwarfInput<'a> {
         if units.is_empty() {
             return Err(Error::file(input.path(), "no compile units in .debug_info"));
         }
-        Ok(DwarfInput { dwarf, units, input })
+        Ok(DwarfInput {
+            dwarf,
+            units,
+            input,
+        })
     }
 
     /// Number of units.

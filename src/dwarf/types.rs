@@ -517,7 +517,13 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 FrameKind::Enum
             }
             DW_TAG_array_type => {
-                self.push_type(off, TypeDie::Array { ty: a.ty, dims: &[] });
+                self.push_type(
+                    off,
+                    TypeDie::Array {
+                        ty: a.ty,
+                        dims: &[],
+                    },
+                );
                 FrameKind::Array
             }
             DW_TAG_subroutine_type => {
@@ -539,7 +545,11 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         .data_bit_offset
                         .unwrap_or_else(|| a.member_location.unwrap_or(0).wrapping_mul(8)),
                     bit_size: a.bit_size.unwrap_or(0) as u32,
-                    old_bit_offset: if a.data_bit_offset.is_none() { a.bit_offset } else { None },
+                    old_bit_offset: if a.data_bit_offset.is_none() {
+                        a.bit_offset
+                    } else {
+                        None
+                    },
                     byte_size: a.byte_size.unwrap_or(0) as u32,
                 });
                 FrameKind::Member
@@ -569,7 +579,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
             DW_TAG_unspecified_parameters => {
                 if let Some(f) = s.stack.last() {
-                    if let Some(TypeDie::Proto { varargs, .. }) = self.types.get_mut(f.index as usize) {
+                    if let Some(TypeDie::Proto { varargs, .. }) =
+                        self.types.get_mut(f.index as usize)
+                    {
                         *varargs = true;
                     }
                 }
@@ -619,7 +631,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             FrameKind::Composite => {
                 let list = self.bump.alloc_slice_copy(&s.members[start..]);
                 s.members.truncate(start);
-                if let Some(TypeDie::Composite { members, .. }) = self.types.get_mut(f.index as usize) {
+                if let Some(TypeDie::Composite { members, .. }) =
+                    self.types.get_mut(f.index as usize)
+                {
                     *members = list;
                 }
             }
@@ -690,7 +704,11 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         }
     }
 
-    fn take_attr(&self, a: &mut Attrs<'a>, attr: gimli::Attribute<Reader<'i>>) -> gimli::Result<()> {
+    fn take_attr(
+        &self,
+        a: &mut Attrs<'a>,
+        attr: gimli::Attribute<Reader<'i>>,
+    ) -> gimli::Result<()> {
         match attr.name() {
             DW_AT_name => {
                 a.name = self.dwarf.attr_string(self.unit, attr.raw_value())?.slice();
@@ -706,7 +724,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             DW_AT_byte_size => a.byte_size = attr.udata_value(),
             DW_AT_bit_size => a.bit_size = attr.udata_value(),
             DW_AT_data_bit_offset => a.data_bit_offset = attr.udata_value(),
-            DW_AT_bit_offset => a.bit_offset = attr.sdata_value().or(attr.udata_value().map(|v| v as i64)),
+            DW_AT_bit_offset => {
+                a.bit_offset = attr.sdata_value().or(attr.udata_value().map(|v| v as i64))
+            }
             DW_AT_data_member_location => {
                 a.member_location = match attr.raw_value() {
                     AttributeValue::Exprloc(e) => plus_uconst(e),
@@ -720,7 +740,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     a.encoding = v as u8;
                 }
             }
-            DW_AT_declaration => a.declaration = matches!(attr.raw_value(), AttributeValue::Flag(true)),
+            DW_AT_declaration => {
+                a.declaration = matches!(attr.raw_value(), AttributeValue::Flag(true))
+            }
             DW_AT_const_value => match attr.raw_value() {
                 AttributeValue::Sdata(v) => a.const_value = Some(v),
                 AttributeValue::Data1(v) => a.const_value = Some(v as i64),

@@ -169,7 +169,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                             bit_offset = bit_offset.wrapping_add(within as u64);
                         }
                         let bit_offset = bit_offset as u32;
-                        if m.bit_size != 0 || bit_offset % 8 != 0 {
+                        if m.bit_size != 0 || !bit_offset.is_multiple_of(8) {
                             kflag = true;
                         }
                         let name = st.str(m.name);
@@ -251,9 +251,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
             }
             TypeDie::Array { ty, dims } => {
                 need_index = true;
-                let nelems = dims
-                    .iter()
-                    .fold(1u32, |n, &d| n.wrapping_mul(d as u32));
+                let nelems = dims.iter().fold(1u32, |n, &d| n.wrapping_mul(d as u32));
                 (
                     b"",
                     TypeKind::Array {
@@ -337,7 +335,8 @@ fn base_type<'n>(
 ) -> (&'n [u8], TypeKind) {
     // 'char' is DW_ATE_signed_char in gcc's DWARF yet pahole leaves it unsigned;
     // 'signed char' keeps its SIGNED bit.
-    let signed = encoding == DW_ATE_signed.0 || (encoding == DW_ATE_signed_char.0 && name != b"char");
+    let signed =
+        encoding == DW_ATE_signed.0 || (encoding == DW_ATE_signed_char.0 && name != b"char");
     let is_float = matches!(name, b"float" | b"double" | b"long double");
     let mut enc = 0;
     if signed {
@@ -455,9 +454,9 @@ impl Unit<'_, '_> {
                 ..
             } => self.cu.address_size as u64,
             TypeDie::Ref { ty, .. } => self.size_of(ty, depth + 1),
-            TypeDie::Array { ty, dims } => {
-                dims.iter().fold(self.size_of(ty, depth + 1), |n, &d| n.wrapping_mul(d))
-            }
+            TypeDie::Array { ty, dims } => dims
+                .iter()
+                .fold(self.size_of(ty, depth + 1), |n, &d| n.wrapping_mul(d)),
             TypeDie::Proto { .. } => 0,
         }
     }
