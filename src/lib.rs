@@ -9,8 +9,10 @@ pub mod btf;
 pub mod cli;
 pub mod dwarf;
 pub mod elf;
+pub mod elf_write;
 pub mod encode;
 mod error;
+pub mod mmap;
 pub mod output;
 pub mod pipeline;
 

@@ -31,15 +31,14 @@ pub struct Options {
 
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
-    let Some(out) = &opts.detached else {
-        return Err(Error::Msg(
-            "writing .BTF into the input ELF is not supported yet: use --btf_encode_detached=FILE"
-                .into(),
-        ));
-    };
     let btf = encode_file(opts)?;
     let btf = dedup_output(btf);
-    crate::output::write_atomic(out, &btf::write::to_bytes(&btf))
+    let bytes = btf::write::to_bytes(&btf);
+    match &opts.detached {
+        Some(out) => crate::output::write_atomic(out, &bytes),
+        // Like pahole without --btf_encode_detached: into the input's .BTF section.
+        None => crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)]),
+    }
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).

@@ -1,0 +1,169 @@
+//! Giving the pages of consumed input back, so the mapped input does not stay resident.
+//!
+//! Reading a CU through the mapping of the input file faults its pages in, and they
+//! count in our RSS until unmapped: a vmlinux's `.debug_info` alone is hundreds of MB.
+//! Once a CU is encoded its bytes are never read again, so its pages are dropped with
+//! `madvise(MADV_DONTNEED)`. Should they be read again after all, they fault back in from
+//! the page cache with the same contents; releasing costs time, never correctness.
+
+use std::io;
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use memmap2::{Mmap, UncheckedAdvice};
+
+/// The system page size, from the auxiliary vector the kernel hands every process
+/// (`AT_PAGESZ`), read without `unsafe`; 4096 if it cannot be read.
+pub fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        std::fs::read("/proc/self/auxv")
+            .ok()
+            .and_then(|auxv| auxv_page_size(&auxv))
+            .unwrap_or(4096)
+    })
+}
+
+/// `AT_PAGESZ` out of an auxiliary vector: native-endian `(key, value)` word pairs.
+fn auxv_page_size(auxv: &[u8]) -> Option<usize> {
+    const AT_PAGESZ: usize = 6;
+    const WORD: usize = std::mem::size_of::<usize>();
+    let word = |bytes: &[u8]| usize::from_ne_bytes(bytes.try_into().expect("WORD bytes"));
+    auxv.chunks_exact(2 * WORD)
+        .map(|pair| (word(&pair[..WORD]), word(&pair[WORD..])))
+        .find(|&(key, _)| key == AT_PAGESZ)
+        .map(|(_, value)| value)
+        .filter(|page| page.is_power_of_two())
+}
+
+/// The offsets of the whole pages inside `range` of a mapping of `map_len` bytes that
+/// starts at address `base`. A range reaching the end of the mapping also takes the last,
+/// partial page: its tail past the file's end belongs to the mapping too.
+fn whole_pages(base: usize, map_len: usize, range: Range<usize>, page: usize) -> Range<usize> {
+    let start = (base + range.start).next_multiple_of(page) - base;
+    let end = if range.end == map_len {
+        (base + range.end).next_multiple_of(page) - base
+    } else {
+        (base + range.end) / page * page - base
+    };
+    if start < end {
+        start..end.min(map_len)
+    } else {
+        start..start
+    }
+}
+
+/// Drops from memory the pages lying wholly inside `range` of `map` (byte offsets into
+/// the mapping); the pages at either end, shared with bytes outside `range`, stay.
+/// Returns how many bytes were released.
+pub fn release_range(map: &Mmap, range: Range<usize>) -> io::Result<usize> {
+    if range.start > range.end || range.end > map.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("release {range:?}: outside the {}-byte mapping", map.len()),
+        ));
+    }
+    let pages = whole_pages(map.as_ptr() as usize, map.len(), range, page_size());
+    if pages.is_empty() {
+        return Ok(0);
+    }
+    // SAFETY: `Mmap` is a read-only mapping of a file (shared, or private and never
+    // written), so MADV_DONTNEED only drops page-table entries: the next access faults
+    // the same bytes back in from the page cache. No borrow of the mapping can observe a
+    // change as long as the file is not modified, which mapping it already assumes.
+    // `pages` lies inside the mapping and is page-aligned.
+    unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, pages.start, pages.len())? };
+    Ok(pages.len())
+}
+
+/// [`release_range`] for a slice borrowed from `map`, e.g. one section or one CU.
+pub fn release_pages(map: &Mmap, part: &[u8]) -> io::Result<usize> {
+    let base = map.as_ptr() as usize;
+    let start = (part.as_ptr() as usize).wrapping_sub(base);
+    if start > map.len() || part.len() > map.len() - start {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "release: the slice does not lie inside the mapping",
+        ));
+    }
+    release_range(map, start..start + part.len())
+}
+
+/// Releases a region of a mapping front to back as it is consumed in order: CU after CU
+/// of `.debug_info`. A page shared by two CUs is released once the second one is done.
+#[derive(Debug, Clone)]
+pub struct ReleaseFront {
+    /// Offset in the mapping below which everything is released (page-aligned).
+    done: usize,
+    /// Where the region ends: reaching it releases the last partial page too.
+    end: usize,
+}
+
+impl ReleaseFront {
+    /// Tracks `region` (byte offsets into the mapping), nothing released yet.
+    pub fn new(region: Range<usize>) -> Self {
+        ReleaseFront {
+            done: region.start,
+            end: region.end,
+        }
+    }
+
+    /// Everything in the region before offset `upto` has been consumed: release the
+    /// pages that lie wholly before it and were not released yet. Returns the bytes
+    /// released.
+    pub fn release_through(&mut self, map: &Mmap, upto: usize) -> io::Result<usize> {
+        let upto = upto.min(self.end);
+        if upto <= self.done {
+            return Ok(0);
+        }
+        let released = release_range(map, self.done..upto)?;
+        if released > 0 {
+            let base = map.as_ptr() as usize;
+            self.done = whole_pages(base, map.len(), self.done..upto, page_size()).end;
+        }
+        Ok(released)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_size_is_sane() {
+        let page = page_size();
+        assert!(page.is_power_of_two() && page >= 4096, "{page}");
+    }
+
+    #[test]
+    fn auxv_parsing() {
+        let mut auxv = Vec::new();
+        for (k, v) in [(33usize, 0x7fff_0000usize), (6, 16384), (0, 0)] {
+            auxv.extend_from_slice(&k.to_ne_bytes());
+            auxv.extend_from_slice(&v.to_ne_bytes());
+        }
+        assert_eq!(auxv_page_size(&auxv), Some(16384));
+        assert_eq!(auxv_page_size(&auxv[..16]), None);
+    }
+
+    #[test]
+    fn whole_pages_rounds_inward_except_at_the_mapping_end() {
+        let base = 0x10000;
+        let p = 4096;
+        assert_eq!(whole_pages(base, 5 * p, 0..5 * p, p), 0..5 * p);
+        assert_eq!(whole_pages(base, 5 * p, 1..5 * p - 1, p), p..4 * p);
+        assert_eq!(whole_pages(base, 5 * p, p..2 * p, p), p..2 * p);
+        assert_eq!(whole_pages(base, 5 * p, 10..p + 10, p), p..p);
+        assert!(whole_pages(base, 5 * p, 10..20, p).is_empty());
+        // The last, partial page goes with the range that reaches the mapping's end.
+        assert_eq!(
+            whole_pages(base, 3 * p + 5, p + 1..3 * p + 5, p),
+            2 * p..3 * p + 5
+        );
+        // A mapping that does not start on a page (mapped at a file offset).
+        assert_eq!(
+            whole_pages(base + 100, 3 * p, 0..2 * p, p),
+            p - 100..2 * p - 100
+        );
+    }
+}
