@@ -44,16 +44,31 @@ fn reference() -> Option<PathBuf> {
     d.exists().then_some(d)
 }
 
+/// A temporary file name unique to this call (tests run on parallel threads).
 fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("dwarf2btf-corpus-{}-{name}", std::process::id()))
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!(
+        "dwarf2btf-corpus-{}-{n}-{name}",
+        std::process::id()
+    ))
 }
 
-/// Encodes `input`, dedups with libbpf and returns btfcmp's verdict line.
+/// Encodes `input` with `flags`, dedups with libbpf and returns btfcmp's verdict.
 fn encode_and_compare(input: &Path, reference: &Path, base: Option<&Path>) -> Option<String> {
+    encode_and_compare_with(&[KFLAGS, "--lang_exclude=rust"], input, reference, base)
+}
+
+fn encode_and_compare_with(
+    flags: &[&str],
+    input: &Path,
+    reference: &Path,
+    base: Option<&Path>,
+) -> Option<String> {
     let raw = tmp("raw.btf");
     let deduped = tmp("dedup.btf");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"));
-    cmd.args(["-J", "-j2", KFLAGS, "--lang_exclude=rust"]);
+    cmd.args(["-J", "-j2"]).args(flags);
     if let Some(b) = base {
         cmd.arg("--btf_base").arg(b);
     }
@@ -113,5 +128,23 @@ fn corpus_types_equal_pahole() {
         None,
     ) {
         assert_eq!(v, "equal", "vmlinux");
+    }
+}
+
+/// Without `--btf_features` pahole encodes floats as INTs (no `float`) but keeps
+/// ENUM64: the types must match its no-flags output too.
+#[test]
+fn corpus_vmlinux_no_flags_types_equal_pahole() {
+    let (Some(c), Some(r)) = (corpus(), reference()) else {
+        println!("skipping: corpus or pahole reference files not found");
+        return;
+    };
+    if let Some(v) = encode_and_compare_with(
+        &[],
+        &c.join("vmlinux"),
+        &r.join("vmlinux-cloud.no-flags.btf"),
+        None,
+    ) {
+        assert_eq!(v, "equal", "vmlinux, no flags");
     }
 }
