@@ -5,6 +5,8 @@
 //! be parsed in any order and on any thread; the encoder consumes them in unit order.
 
 #[allow(non_upper_case_globals)] // gimli names DWARF constants as the spec does
+pub mod die;
+#[allow(non_upper_case_globals)]
 pub mod types;
 
 use crate::elf::ElfInput;

@@ -6,11 +6,13 @@
 //! unit offsets ([`DieRef`]); [`CuTypes::index_of`] maps them to positions by binary
 //! search over the sorted DIE offsets. Names borrow the input's string sections.
 
-use super::{DwarfInput, Reader};
+use super::die::{Cur, DieError, Plan, UnitEnc, Val};
+use super::DwarfInput;
+use std::collections::HashMap;
 use arena::Bump;
 use bumpalo::collections::Vec as BVec;
 use gimli::constants::*;
-use gimli::{AttributeValue, UnitOffset};
+use gimli::UnitOffset;
 
 /// `DW_TAG_LLVM_annotation` (clang's `btf_type_tag` / `btf_decl_tag`).
 pub const DW_TAG_LLVM_ANNOTATION: u16 = 0x6000;
@@ -267,62 +269,125 @@ pub fn parse_cu<'a, 'i: 'a>(
     exclude: &[u16],
 ) -> Result<CuTypes<'a>, crate::Error> {
     let header = dw.units[idx];
-    let unit = dw.dwarf.unit(header).map_err(|e| dw.unit_error(idx, e))?;
-    let address_size = header.address_size();
-    let language = match unit.entries_raw(None) {
-        Ok(mut c) => root_language(&mut c).map_err(|e| dw.unit_error(idx, e))?,
-        Err(e) => return Err(dw.unit_error(idx, e)),
+    let abbrevs = dw
+        .dwarf
+        .abbreviations(&header)
+        .map_err(|e| dw.unit_error(idx, e))?;
+    let entries = header
+        .range_from(UnitOffset(header.header_size())..)
+        .map_err(|e| dw.unit_error(idx, e))?;
+    let encoding = header.encoding();
+    let enc = UnitEnc {
+        little: dw.input.is_little_endian(),
+        offset_size: encoding.format.word_size(),
+        addr_size: encoding.address_size,
+        version: encoding.version,
+        debug_str: dw.input.section(".debug_str"),
+        line_str: dw.input.section(".debug_line_str"),
+        str_offsets: dw.input.section(".debug_str_offsets"),
+        str_offsets_base: 0,
     };
-    if exclude.contains(&language) {
-        return Ok(CuTypes::empty(language, address_size));
-    }
     let mut p = Parser {
-        dwarf: &dw.dwarf,
-        unit: &unit,
+        enc,
+        abbrevs: &abbrevs,
+        plans: Vec::new(),
+        far_plans: HashMap::new(),
+        base: header.header_size() as u32,
         offsets: BVec::new_in(bump),
         types: BVec::new_in(bump),
         decl_tags: BVec::new_in(bump),
         bump,
     };
+    let data = entries.slice();
+    let (language, str_offsets_base) = p.root(data).map_err(|e| dw.unit_error(idx, e))?;
+    if exclude.contains(&language) {
+        return Ok(CuTypes::empty(language, encoding.address_size));
+    }
+    // Plans do not depend on the string offsets base: keep them.
+    p.enc.str_offsets_base = str_offsets_base;
     let mut scratch = Scratch::default();
-    p.run(&mut scratch).map_err(|e| dw.unit_error(idx, e))?;
+    p.run(data, &mut scratch).map_err(|e| dw.unit_error(idx, e))?;
     Ok(CuTypes {
         offsets: p.offsets.into_bump_slice(),
         types: p.types.into_bump_slice(),
         decl_tags: p.decl_tags.into_bump_slice(),
         language,
-        address_size,
+        address_size: encoding.address_size,
     })
 }
 
-/// Reads `DW_AT_language` of the unit's root DIE.
-fn root_language(c: &mut gimli::EntriesRaw<'_, '_, Reader<'_>>) -> gimli::Result<u16> {
-    let Some(abbrev) = c.read_abbreviation()? else {
-        return Ok(0);
-    };
-    let mut lang = 0;
-    for spec in abbrev.attributes() {
-        let attr = c.read_attribute(*spec)?;
-        if attr.name() == DW_AT_language {
-            if let Some(v) = attr.udata_value() {
-                lang = v as u16;
-            }
-        }
-    }
-    Ok(lang)
-}
-
 struct Parser<'a, 'i, 'u> {
-    dwarf: &'u gimli::Dwarf<Reader<'i>>,
-    unit: &'u gimli::Unit<Reader<'i>>,
+    enc: UnitEnc<'i>,
+    abbrevs: &'u gimli::Abbreviations,
+    /// Plans by abbreviation code (dense codes), built on first use.
+    plans: Vec<Option<Plan>>,
+    /// Plans for codes too large for `plans`.
+    far_plans: HashMap<u64, Plan>,
+    /// Unit offset of the first DIE (the unit header's size).
+    base: u32,
     offsets: BVec<'a, u32>,
     types: BVec<'a, TypeDie<'a>>,
     decl_tags: BVec<'a, DeclTagDie<'a>>,
     bump: &'a Bump,
 }
 
+/// Abbreviation codes below this get a slot in the dense plan table.
+const DENSE_CODES: u64 = 1 << 16;
+
 impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
-    fn run(&mut self, s: &mut Scratch<'a>) -> gimli::Result<()> {
+    /// The plan of abbreviation `code`.
+    #[inline]
+    fn plan(&mut self, code: u64) -> Result<&Plan, DieError> {
+        let missing = || DieError(format!("unknown abbreviation code {code}"));
+        if code < DENSE_CODES {
+            let i = code as usize;
+            if i >= self.plans.len() {
+                self.plans.resize_with(i + 1, || None);
+            }
+            if self.plans[i].is_none() {
+                let a = self.abbrevs.get(code).ok_or_else(missing)?;
+                self.plans[i] = Some(Plan::new(a, &self.enc));
+            }
+            Ok(self.plans[i].as_ref().expect("just built"))
+        } else {
+            if !self.far_plans.contains_key(&code) {
+                let a = self.abbrevs.get(code).ok_or_else(missing)?;
+                self.far_plans.insert(code, Plan::new(a, &self.enc));
+            }
+            Ok(&self.far_plans[&code])
+        }
+    }
+
+    /// Reads `DW_AT_language` and `DW_AT_str_offsets_base` of the unit's root DIE.
+    fn root(&mut self, data: &'i [u8]) -> Result<(u16, u64), DieError> {
+        let enc = self.enc;
+        let mut c = Cur::new(data, enc.little);
+        let code = c.uleb()?;
+        if code == 0 {
+            return Ok((0, 0));
+        }
+        let plan = self.plan(code)?;
+        let mut lang = 0;
+        let mut base = 0;
+        for &(name, form, implicit) in plan.specs.iter() {
+            match name {
+                DW_AT_language => {
+                    if let Val::U(v) = enc.read(&mut c, form, implicit)? {
+                        lang = v as u16;
+                    }
+                }
+                DW_AT_str_offsets_base => {
+                    if let Val::U(v) = enc.read(&mut c, form, implicit)? {
+                        base = v;
+                    }
+                }
+                _ => enc.skip(&mut c, form)?,
+            }
+        }
+        Ok((lang, base))
+    }
+
+    fn run(&mut self, data: &'i [u8], s: &mut Scratch<'a>) -> Result<(), DieError> {
         s.stack.clear();
         s.members.clear();
         s.enumerators.clear();
@@ -330,12 +395,19 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         s.params.clear();
         s.ptr_tags.clear();
         s.member_tags.clear();
-        let mut cursor = self.unit.entries_raw(None)?;
+        let enc = self.enc;
+        let mut cursor = Cur::new(data, enc.little);
+        let mut depth: isize = 0;
         while !cursor.is_empty() {
-            let off = cursor.next_offset().0 as u32;
-            let depth = cursor.next_depth();
-            let Some(abbrev) = cursor.read_abbreviation()? else {
+            let off = self.base + cursor.pos() as u32;
+            let code = cursor.uleb()?;
+            if code == 0 {
+                depth -= 1;
                 continue;
+            }
+            let (tag, has_children, fixed) = {
+                let plan = self.plan(code)?;
+                (plan.tag, plan.has_children, plan.fixed)
             };
             while s.stack.last().is_some_and(|f| f.depth >= depth) {
                 let f = s.stack.pop().unwrap();
@@ -345,7 +417,6 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 Some(f) if f.depth == depth - 1 => f.kind,
                 _ => FrameKind::Other,
             };
-            let tag = abbrev.tag();
             let wanted = is_type_tag(tag)
                 || matches!(
                     (parent, tag),
@@ -364,8 +435,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                             | FrameKind::Member
                     );
             if !wanted {
-                cursor.skip_attributes(abbrev.attributes())?;
-                if abbrev.has_children() {
+                match fixed {
+                    Some(n) => cursor.skip_bytes(n as usize)?,
+                    None => {
+                        let plan = self.plan(code)?;
+                        plan.skip_all(&enc, &mut cursor)?;
+                    }
+                }
+                if has_children {
                     s.stack.push(Frame {
                         depth,
                         kind: FrameKind::Other,
@@ -373,30 +450,24 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         start: 0,
                         tag_start: 0,
                     });
+                    depth += 1;
                 }
                 continue;
             }
             let mut a = Attrs::default();
-            let specs = abbrev.attributes();
-            let mut i = 0;
-            while i < specs.len() {
-                if is_needed(specs[i].name()) {
-                    let attr = cursor.read_attribute(specs[i])?;
-                    self.take_attr(&mut a, attr)?;
-                    i += 1;
-                } else {
-                    // Skip a run of attributes we do not use (decl_file, decl_line …)
-                    // without decoding them.
-                    let j = specs[i..]
-                        .iter()
-                        .position(|s| is_needed(s.name()))
-                        .map_or(specs.len(), |p| i + p);
-                    cursor.skip_attributes(&specs[i..j])?;
-                    i = j;
+            {
+                let plan = self.plan(code)?;
+                for &(name, form, implicit) in plan.specs.iter() {
+                    if is_needed(name) {
+                        let v = enc.read(&mut cursor, form, implicit)?;
+                        take_attr(&mut a, name, v);
+                    } else {
+                        enc.skip(&mut cursor, form)?;
+                    }
                 }
             }
             let kind = self.handle(tag, parent, off, a, s);
-            if abbrev.has_children() {
+            if has_children {
                 let index = self.types.len().wrapping_sub(1) as u32;
                 let (start, tag_start) = match kind {
                     FrameKind::Composite => (s.members.len(), 0),
@@ -414,6 +485,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     start: start as u32,
                     tag_start: tag_start as u32,
                 });
+                depth += 1;
             }
         }
         while let Some(f) = s.stack.pop() {
@@ -704,90 +776,79 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         }
     }
 
-    fn take_attr(
-        &self,
-        a: &mut Attrs<'a>,
-        attr: gimli::Attribute<Reader<'i>>,
-    ) -> gimli::Result<()> {
-        match attr.name() {
-            DW_AT_name => {
-                a.name = self.dwarf.attr_string(self.unit, attr.raw_value())?.slice();
+}
+
+/// Stores one decoded attribute in `a`.
+#[inline]
+fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
+    match name {
+        DW_AT_name => {
+            if let Val::Str(s) = v {
+                a.name = s;
             }
-            DW_AT_type => {
-                a.ty = match attr.raw_value() {
-                    AttributeValue::UnitRef(UnitOffset(o)) => DieRef(o as u32),
-                    // References outside the unit are not followed (pahole reads
-                    // each unit on its own too): treated as void.
-                    _ => DieRef::VOID,
-                }
-            }
-            DW_AT_byte_size => a.byte_size = attr.udata_value(),
-            DW_AT_bit_size => a.bit_size = attr.udata_value(),
-            DW_AT_data_bit_offset => a.data_bit_offset = attr.udata_value(),
-            DW_AT_bit_offset => {
-                a.bit_offset = attr.sdata_value().or(attr.udata_value().map(|v| v as i64))
-            }
-            DW_AT_data_member_location => {
-                a.member_location = match attr.raw_value() {
-                    AttributeValue::Exprloc(e) => plus_uconst(e),
-                    v => v.udata_value(),
-                }
-            }
-            DW_AT_encoding => {
-                if let AttributeValue::Encoding(e) = attr.value() {
-                    a.encoding = e.0;
-                } else if let Some(v) = attr.udata_value() {
-                    a.encoding = v as u8;
-                }
-            }
-            DW_AT_declaration => {
-                a.declaration = matches!(attr.raw_value(), AttributeValue::Flag(true))
-            }
-            DW_AT_const_value => match attr.raw_value() {
-                AttributeValue::Sdata(v) => a.const_value = Some(v),
-                AttributeValue::Data1(v) => a.const_value = Some(v as i64),
-                AttributeValue::Data2(v) => a.const_value = Some(v as i64),
-                AttributeValue::Data4(v) => a.const_value = Some(v as i64),
-                AttributeValue::Data8(v) => a.const_value = Some(v as i64),
-                AttributeValue::Udata(v) => a.const_value = Some(v as i64),
-                v => {
-                    if let Ok(s) = self.dwarf.attr_string(self.unit, v) {
-                        a.const_str = s.slice();
-                    }
-                }
-            },
-            DW_AT_upper_bound => a.upper_bound = bound_value(attr.raw_value()),
-            DW_AT_count => a.count = bound_value(attr.raw_value()),
-            DW_AT_lower_bound => a.lower_bound = bound_value(attr.raw_value()),
-            _ => {}
         }
-        Ok(())
+        DW_AT_type => {
+            // References outside the unit (ref_addr, ref_sig8) are not followed:
+            // treated as void.
+            a.ty = match v {
+                Val::Ref(o) => DieRef(o as u32),
+                _ => DieRef::VOID,
+            }
+        }
+        DW_AT_byte_size => a.byte_size = unsigned(v),
+        DW_AT_bit_size => a.bit_size = unsigned(v),
+        DW_AT_data_bit_offset => a.data_bit_offset = unsigned(v),
+        DW_AT_bit_offset => {
+            a.bit_offset = match v {
+                Val::S(x) => Some(x),
+                Val::U(x) => Some(x as i64),
+                _ => None,
+            }
+        }
+        DW_AT_data_member_location => {
+            a.member_location = match v {
+                Val::Expr(e) => plus_uconst(e),
+                v => unsigned(v),
+            }
+        }
+        DW_AT_encoding => {
+            if let Val::U(e) = v {
+                a.encoding = e as u8;
+            }
+        }
+        DW_AT_declaration => a.declaration = matches!(v, Val::U(x) if x != 0),
+        DW_AT_const_value => match v {
+            Val::U(x) => a.const_value = Some(x as i64),
+            Val::S(x) => a.const_value = Some(x),
+            Val::Str(s) => a.const_str = s,
+            _ => {}
+        },
+        DW_AT_upper_bound => a.upper_bound = unsigned(v),
+        DW_AT_count => a.count = unsigned(v),
+        DW_AT_lower_bound => a.lower_bound = unsigned(v),
+        _ => {}
     }
 }
 
-/// A constant array bound; bounds given as expressions or references (VLAs) read as
-/// unknown.
-fn bound_value(v: AttributeValue<Reader<'_>>) -> Option<u64> {
+/// A constant as unsigned (sdata reinterpreted); None for other shapes (bounds
+/// given as expressions or references, i.e. VLAs, read as unknown).
+#[inline]
+fn unsigned(v: Val<'_>) -> Option<u64> {
     match v {
-        AttributeValue::Sdata(v) => Some(v as u64),
-        AttributeValue::Data1(v) => Some(v as u64),
-        AttributeValue::Data2(v) => Some(v as u64),
-        AttributeValue::Data4(v) => Some(v as u64),
-        AttributeValue::Data8(v) => Some(v),
-        AttributeValue::Udata(v) => Some(v),
+        Val::U(x) => Some(x),
+        Val::S(x) => Some(x as u64),
         _ => None,
     }
 }
 
 /// The offset of a `DW_OP_plus_uconst N` member location expression.
-fn plus_uconst(e: gimli::Expression<Reader<'_>>) -> Option<u64> {
-    let mut r = e.0;
-    let op = gimli::Reader::read_u8(&mut r).ok()?;
-    if op == DW_OP_plus_uconst.0 {
-        gimli::Reader::read_uleb128(&mut r).ok()
-    } else {
-        None
+fn plus_uconst(e: &[u8]) -> Option<u64> {
+    let (&op, rest) = e.split_first()?;
+    if op != DW_OP_plus_uconst.0 {
+        return None;
     }
+    let mut c = Cur::new(rest, true);
+    c.uleb().ok()
 }
 
 /// The attributes [`Parser::take_attr`] uses.
