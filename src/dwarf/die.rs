@@ -7,6 +7,7 @@
 //! for every attribute of every DIE and was the largest cost of a vmlinux run.
 
 use gimli::constants::*;
+use super::types::Name;
 use gimli::DwForm;
 
 /// A decoding error: where and what.
@@ -135,18 +136,15 @@ impl<'i> Cur<'i> {
     }
 }
 
-/// The NUL-terminated string at `off` of a string section.
+/// The NUL-terminated string at `off` of a string section (not measured yet).
 #[inline]
-pub fn str_at(sec: &[u8], off: u64) -> Result<&[u8]> {
-    let rest = usize::try_from(off)
+pub fn str_at(sec: &[u8], off: u64) -> Result<Name<'_>> {
+    usize::try_from(off)
         .ok()
         .and_then(|o| sec.get(o..))
-        .ok_or_else(|| DieError(format!("string offset {off:#x} out of range")))?;
-    let n = rest
-        .iter()
-        .position(|&b| b == 0)
-        .ok_or_else(|| DieError(format!("unterminated string at {off:#x}")))?;
-    Ok(&rest[..n])
+        .filter(|rest| !rest.is_empty())
+        .map(Name::new)
+        .ok_or_else(|| DieError(format!("string offset {off:#x} out of range")))
 }
 
 /// A decoded attribute value: only the shapes the encoder reads.
@@ -159,7 +157,7 @@ pub enum Val<'i> {
     /// A reference within the unit (unit offset).
     Ref(u64),
     /// A string.
-    Str(&'i [u8]),
+    Str(Name<'i>),
     /// A `DW_OP_*` expression.
     Expr(&'i [u8]),
     /// A form we do not interpret (reference to another unit, block, address …).
@@ -273,7 +271,7 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_ref4 => Val::Ref(c.uint(4)?),
             DW_FORM_ref8 => Val::Ref(c.uint(8)?),
             DW_FORM_ref_udata => Val::Ref(c.uleb()?),
-            DW_FORM_string => Val::Str(c.cstr()?),
+            DW_FORM_string => Val::Str(Name::new(c.cstr()?)),
             DW_FORM_strp => {
                 let off = c.uint(self.offset_size as usize)?;
                 Val::Str(str_at(self.debug_str, off)?)
@@ -306,7 +304,7 @@ impl<'i> UnitEnc<'i> {
     }
 
     /// The string at index `i` of the unit's string offsets table.
-    fn strx(&self, i: u64) -> Result<&'i [u8]> {
+    fn strx(&self, i: u64) -> Result<Name<'i>> {
         let at = i
             .checked_mul(self.offset_size as u64)
             .and_then(|x| x.checked_add(self.str_offsets_base))
@@ -381,9 +379,14 @@ mod tests {
     #[test]
     fn strings_and_bounds() {
         let sec = b"int\0long\0";
-        assert_eq!(str_at(sec, 4).unwrap(), b"long");
+        assert_eq!(str_at(sec, 4).unwrap().bytes(), b"long");
+        assert!(str_at(sec, 4).unwrap().is(b"long"));
+        assert!(!str_at(sec, 4).unwrap().is(b"lon"));
+        assert!(!str_at(sec, 0).unwrap().is(b"in"));
+        assert!(str_at(sec, 0).unwrap().is(b"int"));
         assert!(str_at(sec, 9).is_err());
-        assert!(str_at(b"abc", 0).is_err());
+        assert_eq!(str_at(b"abc", 0).unwrap().bytes(), b"abc");
+        assert!(str_at(sec, 3).unwrap().is_empty());
         let mut c = Cur::new(&[1, 2], true);
         assert!(c.uint(4).is_err());
     }

@@ -28,8 +28,64 @@ impl DieRef {
     pub const VOID: DieRef = DieRef(0);
 }
 
-/// A name borrowed from the input (empty for anonymous).
-pub type Name<'a> = &'a [u8];
+/// A name borrowed from the input (empty for anonymous): the bytes up to the first
+/// NUL of `raw`, or all of `raw` if it has none.
+///
+/// Names point into the input's string sections and are measured only when needed
+/// (most are found in the encoder's string cache by address first), so reading a
+/// DIE never scans its strings.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Name<'a> {
+    raw: &'a [u8],
+}
+
+impl<'a> Name<'a> {
+    /// The empty name.
+    pub const EMPTY: Name<'static> = Name { raw: b"" };
+
+    /// The name starting at `raw[0]` (ending at its first NUL or at its end).
+    #[inline]
+    pub fn new(raw: &'a [u8]) -> Name<'a> {
+        Name { raw }
+    }
+
+    /// The name's bytes.
+    #[inline]
+    pub fn bytes(self) -> &'a [u8] {
+        match self.raw.iter().position(|&b| b == 0) {
+            Some(n) => &self.raw[..n],
+            None => self.raw,
+        }
+    }
+
+    /// Whether the name is empty.
+    #[inline]
+    pub fn is_empty(self) -> bool {
+        self.raw.first().is_none_or(|&b| b == 0)
+    }
+
+    /// Whether the name is `s`.
+    #[inline]
+    pub fn is(self, s: &[u8]) -> bool {
+        match self.raw.get(..s.len()) {
+            Some(head) => head == s && self.raw.get(s.len()).is_none_or(|&b| b == 0),
+            None => false,
+        }
+    }
+
+    /// An identity for caching: equal keys mean equal names (same start, same
+    /// backing slice), though equal names may have different keys.
+    #[inline]
+    pub fn key(self) -> (usize, usize) {
+        (self.raw.as_ptr() as usize, self.raw.len())
+    }
+}
+
+impl std::fmt::Debug for Name<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.bytes()))
+    }
+}
 
 /// A struct/union member.
 #[derive(Clone, Copy, Debug)]
@@ -672,8 +728,15 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let Some(f) = s.stack.last().copied() else {
             return;
         };
-        match (parent, a.name) {
-            (FrameKind::Pointer, b"btf_type_tag") => {
+        let kind = if a.name.is(b"btf_type_tag") {
+            1
+        } else if a.name.is(b"btf_decl_tag") {
+            2
+        } else {
+            0
+        };
+        match (parent, kind) {
+            (FrameKind::Pointer, 1) => {
                 s.ptr_tags.push(self.types.len() as u32);
                 self.push_type(
                     off,
@@ -684,14 +747,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     },
                 );
             }
-            (FrameKind::Composite | FrameKind::Typedef, b"btf_decl_tag") => {
+            (FrameKind::Composite | FrameKind::Typedef, 2) => {
                 self.decl_tags.push(DeclTagDie {
                     target: f.index,
                     component_idx: -1,
                     value: a.const_str,
                 });
             }
-            (FrameKind::Member, b"btf_decl_tag") => s.member_tags.push(a.const_str),
+            (FrameKind::Member, 2) => s.member_tags.push(a.const_str),
             _ => {}
         }
     }

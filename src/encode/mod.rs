@@ -13,7 +13,7 @@ pub use features::Features;
 use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
 };
-use crate::dwarf::types::{CuTypes, DieRef, RefKind, TypeDie};
+use crate::dwarf::types::{CuTypes, DieRef, Name, RefKind, TypeDie};
 use gimli::constants::{DW_ATE_boolean, DW_ATE_signed, DW_ATE_signed_char};
 use std::sync::Arc;
 use strings::StrIndex;
@@ -69,11 +69,11 @@ impl EncoderState {
         self.btf
     }
 
-    fn str(&mut self, s: &[u8]) -> StrOffset {
+    fn str(&mut self, s: Name<'_>) -> StrOffset {
         self.strings.intern(&mut self.btf, s)
     }
 
-    fn push(&mut self, name: &[u8], kind: TypeKind) -> TypeId {
+    fn push(&mut self, name: Name<'_>, kind: TypeKind) -> TypeId {
         let name = self.str(name);
         self.btf.push_type(Type { name, kind })
     }
@@ -101,7 +101,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
         if let Some(i) = cu
             .types
             .iter()
-            .position(|t| matches!(t, TypeDie::Base { name, .. } if *name == b"int"))
+            .position(|t| matches!(t, TypeDie::Base { name, .. } if name.is(b"int")))
         {
             st.index_type = Some(TypeId(ids[i]));
             index_found = true;
@@ -116,7 +116,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
         if ids[i] == ALIAS {
             continue;
         }
-        let (name, kind): (&[u8], TypeKind) = match *t {
+        let (name, kind): (Name<'_>, TypeKind) = match *t {
             TypeDie::Base {
                 name,
                 byte_size,
@@ -126,10 +126,10 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
             TypeDie::Ref { kind, name, ty } => {
                 let to = enc.id(ty);
                 match kind {
-                    RefKind::Pointer => (b"", TypeKind::Ptr(to)),
-                    RefKind::Const => (b"", TypeKind::Const(to)),
-                    RefKind::Volatile => (b"", TypeKind::Volatile(to)),
-                    RefKind::Restrict => (b"", TypeKind::Restrict(to)),
+                    RefKind::Pointer => (Name::EMPTY, TypeKind::Ptr(to)),
+                    RefKind::Const => (Name::EMPTY, TypeKind::Const(to)),
+                    RefKind::Volatile => (Name::EMPTY, TypeKind::Volatile(to)),
+                    RefKind::Restrict => (Name::EMPTY, TypeKind::Restrict(to)),
                     RefKind::Typedef => (name, TypeKind::Typedef(to)),
                     RefKind::TypeTag => (
                         name,
@@ -213,7 +213,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                         if value < i32::MIN as i64 || value > u32::MAX as i64 {
                             return Err(EncodeError(format!(
                                 "enumerator {} value {value} does not fit in 32 bits",
-                                String::from_utf8_lossy(v.name)
+                                String::from_utf8_lossy(v.name.bytes())
                             )));
                         }
                         signed |= value < 0;
@@ -253,7 +253,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 need_index = true;
                 let nelems = dims.iter().fold(1u32, |n, &d| n.wrapping_mul(d as u32));
                 (
-                    b"",
+                    Name::EMPTY,
                     TypeKind::Array {
                         elem_type: enc.id(ty),
                         index_type,
@@ -280,7 +280,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                     });
                 }
                 (
-                    b"",
+                    Name::EMPTY,
                     TypeKind::FuncProto {
                         ret: enc.id(ret),
                         params: ps,
@@ -294,7 +294,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
 
     if need_index && !index_found {
         let id = st.push(
-            b"int",
+            Name::new(b"int"),
             TypeKind::Int {
                 size: 4,
                 encoding: crate::btf::INT_SIGNED,
@@ -328,16 +328,16 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
 /// An INT or FLOAT for a base type, as pahole's `btf_encoder__add_base_type`.
 fn base_type<'n>(
     st: &EncoderState,
-    name: &'n [u8],
+    name: Name<'n>,
     byte_size: u32,
     bit_size: u32,
     encoding: u8,
-) -> (&'n [u8], TypeKind) {
+) -> (Name<'n>, TypeKind) {
     // 'char' is DW_ATE_signed_char in gcc's DWARF yet pahole leaves it unsigned;
     // 'signed char' keeps its SIGNED bit.
     let signed =
-        encoding == DW_ATE_signed.0 || (encoding == DW_ATE_signed_char.0 && name != b"char");
-    let is_float = matches!(name, b"float" | b"double" | b"long double");
+        encoding == DW_ATE_signed.0 || (encoding == DW_ATE_signed_char.0 && !name.is(b"char"));
+    let is_float = name.is(b"float") || name.is(b"double") || name.is(b"long double");
     let mut enc = 0;
     if signed {
         enc = crate::btf::INT_SIGNED;
@@ -355,7 +355,7 @@ fn base_type<'n>(
     let mut size = bit_size.div_ceil(8);
     let mut name = name;
     if size == 0 || !size.is_power_of_two() || size > 16 {
-        name = b"__SANITIZED_FAKE_INT__";
+        name = Name::new(b"__SANITIZED_FAKE_INT__");
         size = 4;
     }
     (

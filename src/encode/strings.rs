@@ -1,6 +1,7 @@
 //! The string index of the BTF being built: each distinct name is stored once.
 
 use crate::btf::{Btf, StrOffset};
+use crate::dwarf::types::Name;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -14,8 +15,8 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub struct StrIndex {
     map: HashMap<Box<[u8]>, StrOffset, BuildHasherDefault<FxHasher>>,
     /// A direct-mapped cache by address, small enough to stay in the CPU cache:
-    /// (address, length, offset).
-    recent: Box<[(usize, u32, u32)]>,
+    /// (address, backing length, offset).
+    recent: Box<[(usize, usize, u32)]>,
 }
 
 /// log2 of the number of entries of the address cache.
@@ -32,16 +33,17 @@ impl Default for StrIndex {
 
 impl StrIndex {
     /// The offset of `s`, appending it to `btf`'s strings the first time.
-    pub fn intern(&mut self, btf: &mut Btf, s: &[u8]) -> StrOffset {
-        if s.is_empty() {
+    pub fn intern(&mut self, btf: &mut Btf, name: Name<'_>) -> StrOffset {
+        if name.is_empty() {
             return StrOffset::EMPTY;
         }
-        let addr = s.as_ptr() as usize;
+        let (addr, len) = name.key();
         let slot = (addr as u64).wrapping_mul(SEED) >> (64 - RECENT_BITS);
         let e = &mut self.recent[slot as usize];
-        if e.0 == addr && e.1 as usize == s.len() {
+        if e.0 == addr && e.1 == len {
             return StrOffset(e.2);
         }
+        let s = name.bytes();
         let off = match self.map.get(s) {
             Some(&off) => off,
             None => {
@@ -50,7 +52,7 @@ impl StrIndex {
                 off
             }
         };
-        *e = (addr, s.len() as u32, off.0);
+        *e = (addr, len, off.0);
         off
     }
 }
@@ -110,11 +112,14 @@ mod tests {
     fn interns_once() {
         let mut btf = Btf::new(None);
         let mut idx = StrIndex::default();
-        let a = idx.intern(&mut btf, b"int");
-        let b = idx.intern(&mut btf, b"long");
-        assert_eq!(idx.intern(&mut btf, b"int"), a);
+        let sec = b"int\0long\0int\0";
+        let a = idx.intern(&mut btf, Name::new(&sec[0..]));
+        let b = idx.intern(&mut btf, Name::new(&sec[4..]));
+        assert_eq!(idx.intern(&mut btf, Name::new(&sec[0..])), a);
+        assert_eq!(idx.intern(&mut btf, Name::new(&sec[9..])), a);
+        assert_eq!(idx.intern(&mut btf, Name::new(b"int")), a);
         assert_ne!(a, b);
-        assert_eq!(idx.intern(&mut btf, b""), StrOffset::EMPTY);
+        assert_eq!(idx.intern(&mut btf, Name::new(&sec[3..])), StrOffset::EMPTY);
         assert_eq!(btf.strings(), b"\0int\0long\0");
     }
 }
