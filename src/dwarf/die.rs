@@ -6,8 +6,8 @@
 //! replaces only gimli's per-attribute decoding, which built a full `AttributeValue`
 //! for every attribute of every DIE and was the largest cost of a vmlinux run.
 
-use gimli::constants::*;
 use super::types::Name;
+use gimli::constants::*;
 use gimli::DwForm;
 
 /// A decoding error: where and what.
@@ -37,7 +37,11 @@ pub struct Cur<'i> {
 impl<'i> Cur<'i> {
     /// A cursor at the start of `buf`.
     pub fn new(buf: &'i [u8], little: bool) -> Cur<'i> {
-        Cur { buf, pos: 0, little }
+        Cur {
+            buf,
+            pos: 0,
+            little,
+        }
     }
 
     /// Current position.
@@ -54,7 +58,11 @@ impl<'i> Cur<'i> {
 
     #[inline]
     fn take(&mut self, n: usize) -> Result<&'i [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.buf.len()).ok_or_else(eof)?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(eof)?;
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -197,12 +205,8 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_data8 | DW_FORM_ref8 | DW_FORM_ref_sig8 | DW_FORM_ref_sup8 => 8,
             DW_FORM_data16 => 16,
             DW_FORM_flag_present | DW_FORM_implicit_const => 0,
-            DW_FORM_strp
-            | DW_FORM_line_strp
-            | DW_FORM_sec_offset
-            | DW_FORM_strp_sup
-            | DW_FORM_GNU_ref_alt
-            | DW_FORM_GNU_strp_alt => self.offset_size,
+            DW_FORM_strp | DW_FORM_line_strp | DW_FORM_sec_offset | DW_FORM_strp_sup
+            | DW_FORM_GNU_ref_alt | DW_FORM_GNU_strp_alt => self.offset_size,
             DW_FORM_ref_addr => {
                 if self.version <= 2 {
                     self.addr_size

@@ -8,11 +8,11 @@
 
 use super::die::{Cur, DieError, Plan, UnitEnc, Val};
 use super::DwarfInput;
-use std::collections::HashMap;
 use arena::Bump;
 use bumpalo::collections::Vec as BVec;
 use gimli::constants::*;
 use gimli::UnitOffset;
+use std::collections::HashMap;
 
 /// `DW_TAG_LLVM_annotation` (clang's `btf_type_tag` / `btf_decl_tag`).
 pub const DW_TAG_LLVM_ANNOTATION: u16 = 0x6000;
@@ -362,7 +362,8 @@ pub fn parse_cu<'a, 'i: 'a>(
     // Plans do not depend on the string offsets base: keep them.
     p.enc.str_offsets_base = str_offsets_base;
     let mut scratch = Scratch::default();
-    p.run(data, &mut scratch).map_err(|e| dw.unit_error(idx, e))?;
+    p.run(data, &mut scratch)
+        .map_err(|e| dw.unit_error(idx, e))?;
     Ok(CuTypes {
         offsets: p.offsets.into_bump_slice(),
         types: p.types.into_bump_slice(),
@@ -838,7 +839,6 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             _ => {}
         }
     }
-
 }
 
 /// Stores one decoded attribute in `a`.
