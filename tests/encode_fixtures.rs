@@ -281,3 +281,31 @@ fn tags_off_without_features() {
     );
     assert!(text.contains("p@0:0 *(int 'int'"), "{text}");
 }
+
+/// `--lang_exclude` drops whole units by `DW_AT_language` (gcc 12 says C11).
+#[test]
+fn lang_exclude_drops_units() {
+    let Some(obj) = compile("gcc", &["-O0", "-std=gnu17"], &fixtures().join("types.c"), "lang")
+    else {
+        return;
+    };
+    let run = |langs: &[&str]| {
+        encode_file(&Options {
+            input: obj.clone(),
+            btf_base: None,
+            detached: None,
+            features: Features::from_list("default"),
+            lang_exclude: langs
+                .iter()
+                .map(|l| dwarf2btf::dwarf::lang_code(l).unwrap())
+                .collect(),
+            jobs: 1,
+        })
+        .unwrap()
+    };
+    let kept = run(&["rust"]);
+    let dropped = run(&["rust", "c11"]);
+    let _ = std::fs::remove_file(&obj);
+    assert!(kept.types().len() > 40, "{}", kept.types().len());
+    assert_eq!(dropped.types().len(), 0);
+}

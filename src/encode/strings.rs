@@ -20,7 +20,7 @@ pub struct StrIndex {
 }
 
 /// log2 of the number of entries of the address cache.
-const RECENT_BITS: u32 = 18;
+const RECENT_BITS: u32 = 16;
 
 impl Default for StrIndex {
     fn default() -> Self {
