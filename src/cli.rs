@@ -85,6 +85,8 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
             "--skip_encoding_btf_decl_tag" => legacy.decl_tag = false,
             "--skip_encoding_btf_type_tag" => legacy.type_tag = false,
             "--skip_encoding_btf_enum64" => legacy.enum64 = false,
+            "--skip_encoding_btf_inconsistent_proto" => legacy.consistent_func = true,
+            "--btf_gen_optimized" => legacy.optimized_func = true,
             _ if key.starts_with("-j") => {
                 jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?
             }

@@ -233,6 +233,9 @@ fn types_fixture_exact_btf() {
             ("clang", &["-O0"]),
             ("clang", &["-O2"]),
             ("clang", &["-O2", "-gdwarf-4"]),
+            // Big-endian, with big-endian relocations and old-style bit offsets.
+            ("clang", &["-O2", "--target=s390x-linux-gnu"]),
+            ("clang", &["-O2", "-gdwarf-4", "--target=s390x-linux-gnu"]),
         ],
     );
 }
@@ -308,4 +311,36 @@ fn lang_exclude_drops_units() {
     let _ = std::fs::remove_file(&obj);
     assert!(kept.types().len() > 40, "{}", kept.types().len());
     assert_eq!(dropped.types().len(), 0);
+}
+
+/// Compressed debug sections (SHF_COMPRESSED, zlib and zstd) give the same BTF.
+#[test]
+fn compressed_sections_same_btf() {
+    let Some(obj) = compile("gcc", &["-O2"], &fixtures().join("types.c"), "compress") else {
+        return;
+    };
+    let plain = render(&encode(&obj, Features::from_list("default")));
+    for kind in ["zlib", "zstd"] {
+        let out = obj.with_extension(format!("{kind}.o"));
+        let ok = Command::new("objcopy")
+            .arg(format!("--compress-debug-sections={kind}"))
+            .arg(&obj)
+            .arg(&out)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            println!("skipping {kind}: objcopy cannot compress with it");
+            continue;
+        }
+        let data = std::fs::read(&out).unwrap();
+        let f = object::File::parse(&*data).unwrap();
+        let sec = object::Object::section_by_name(&f, ".debug_info").unwrap();
+        let compressed = object::ObjectSection::compressed_file_range(&sec).unwrap();
+        assert_ne!(compressed.format, object::CompressionFormat::None, "{kind}");
+        let got = render(&encode(&out, Features::from_list("default")));
+        let _ = std::fs::remove_file(&out);
+        assert_eq!(got, plain, "{kind}");
+    }
+    let _ = std::fs::remove_file(&obj);
 }
