@@ -795,17 +795,19 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 }
             }
             FrameKind::Pointer => {
-                // pointer → first tag → … → last tag → pointee, as pahole chains them.
+                // For `int __t1 __t2 *p` the pointer's annotation children come in
+                // source order (t1, t2) and pahole chains them from the last:
+                // pointer → t2 → t1 → pointee (each tag applies to what follows).
                 let tags = &s.ptr_tags[f.tag_start as usize..];
-                if let Some(&first) = tags.first() {
-                    let first_off = self.offsets[first as usize];
+                if let Some(&last) = tags.last() {
+                    let last_off = self.offsets[last as usize];
                     let pointee = match &mut self.types[f.index as usize] {
-                        TypeDie::Ref { ty, .. } => std::mem::replace(ty, DieRef(first_off)),
+                        TypeDie::Ref { ty, .. } => std::mem::replace(ty, DieRef(last_off)),
                         _ => DieRef::VOID,
                     };
-                    for w in 0..tags.len() {
-                        let next = match tags.get(w + 1) {
-                            Some(&n) => DieRef(self.offsets[n as usize]),
+                    for w in (0..tags.len()).rev() {
+                        let next = match w.checked_sub(1) {
+                            Some(p) => DieRef(self.offsets[tags[p] as usize]),
                             None => pointee,
                         };
                         if let TypeDie::Ref { ty, .. } = &mut self.types[tags[w] as usize] {
