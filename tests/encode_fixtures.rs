@@ -344,3 +344,27 @@ fn compressed_sections_same_btf() {
     }
     let _ = std::fs::remove_file(&obj);
 }
+
+/// clang's BPF backend writes its own BTF for the same source: our type tag chains
+/// and struct must read the same as LLVM's.
+#[test]
+fn type_tags_match_llvm_bpf_btf() {
+    let src = fixtures().join("tags.c");
+    let Some(host) = compile("clang", &["-O2"], &src, "llvm-host") else {
+        return;
+    };
+    let Some(bpf) = compile("clang", &["-O2", "--target=bpf"], &src, "llvm-bpf") else {
+        return;
+    };
+    let ours = render(&encode(&host, Features::from_list("default")));
+    let llvm = render(&dwarf2btf::btf::read::read_file(&bpf, None).unwrap());
+    let _ = (std::fs::remove_file(&host), std::fs::remove_file(&bpf));
+    let pick = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("struct 'tagged'") || l.starts_with("type_tag"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(pick(&ours), pick(&llvm));
+    assert_eq!(pick(&ours).len(), 3);
+}
