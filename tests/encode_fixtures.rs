@@ -345,8 +345,8 @@ fn compressed_sections_same_btf() {
     let _ = std::fs::remove_file(&obj);
 }
 
-/// clang's BPF backend writes its own BTF for the same source: our type tag chains
-/// and struct must read the same as LLVM's.
+/// clang's BPF backend writes its own BTF for the same source: our type tag chains,
+/// decl tags and struct must read the same as LLVM's.
 #[test]
 fn type_tags_match_llvm_bpf_btf() {
     let src = fixtures().join("tags.c");
@@ -361,10 +361,14 @@ fn type_tags_match_llvm_bpf_btf() {
     let _ = (std::fs::remove_file(&host), std::fs::remove_file(&bpf));
     let pick = |text: &str| -> Vec<String> {
         text.lines()
-            .filter(|l| l.starts_with("struct 'tagged'") || l.starts_with("type_tag"))
+            .filter(|l| {
+                l.starts_with("struct 'tagged'")
+                    || l.starts_with("type_tag")
+                    || l.starts_with("decl_tag")
+            })
             .map(str::to_string)
             .collect()
     };
     assert_eq!(pick(&ours), pick(&llvm));
-    assert_eq!(pick(&ours).len(), 3);
+    assert_eq!(pick(&ours).len(), 6);
 }
