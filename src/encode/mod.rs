@@ -64,6 +64,27 @@ impl EncoderState {
         &self.features
     }
 
+    /// The BTF id that reference `r` of unit `cu` was encoded as. Valid right after
+    /// [`encode_cu`] of that same unit (and until the next unit is encoded): later
+    /// steps of the unit (functions, variables) use it to refer to its types.
+    pub fn type_id(&self, cu: &CuTypes<'_>, r: DieRef) -> TypeId {
+        if self.ids.len() != cu.types.len() {
+            return TypeId::VOID;
+        }
+        Unit { cu, ids: &self.ids }.id(r)
+    }
+
+    /// Mutable access to the BTF being built, to append a unit's other records
+    /// (functions, variables) after its types.
+    pub fn btf_mut(&mut self) -> &mut Btf {
+        &mut self.btf
+    }
+
+    /// Interns a name into the BTF's string section.
+    pub fn intern(&mut self, name: Name<'_>) -> StrOffset {
+        self.str(name)
+    }
+
     /// Ends encoding and returns the (not yet deduplicated) BTF.
     pub fn finish(self) -> Btf {
         self.btf
@@ -459,5 +480,100 @@ impl Unit<'_, '_> {
                 .fold(self.size_of(ty, depth + 1), |n, &d| n.wrapping_mul(d)),
             TypeDie::Proto { .. } => 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dwarf::types::{MemberDie, TypeDie};
+
+    /// A hand-built unit: `typedef struct s { int a; } s_t;` plus an atomic alias
+    /// and a pointer to it, an enum with a negative value and a 2×3 array.
+    #[test]
+    fn encodes_a_small_unit() {
+        let members = [MemberDie {
+            name: Name::new(b"a"),
+            ty: DieRef(10),
+            bit_offset: 0,
+            bit_size: 0,
+            old_bit_offset: None,
+            byte_size: 0,
+        }];
+        let values = [crate::dwarf::types::EnumeratorDie {
+            name: Name::new(b"NEG"),
+            value: -1,
+        }];
+        let dims = [2u64, 3];
+        let types = [
+            TypeDie::Base {
+                name: Name::new(b"int"),
+                byte_size: 4,
+                bit_size: 32,
+                encoding: DW_ATE_signed.0,
+            },
+            TypeDie::Composite {
+                is_union: false,
+                declaration: false,
+                name: Name::new(b"s"),
+                size: 4,
+                members: &members,
+            },
+            TypeDie::Ref {
+                kind: RefKind::Typedef,
+                name: Name::new(b"s_t"),
+                ty: DieRef(20),
+            },
+            TypeDie::Ref {
+                kind: RefKind::Alias,
+                name: Name::EMPTY,
+                ty: DieRef(10),
+            },
+            TypeDie::Ref {
+                kind: RefKind::Pointer,
+                name: Name::EMPTY,
+                ty: DieRef(40),
+            },
+            TypeDie::Enum {
+                name: Name::new(b"e"),
+                size: 4,
+                ty: DieRef(10),
+                values: &values,
+            },
+            TypeDie::Array {
+                ty: DieRef(10),
+                dims: &dims,
+            },
+        ];
+        let cu = CuTypes {
+            offsets: &[10, 20, 30, 40, 50, 60, 70],
+            types: &types,
+            decl_tags: &[],
+            language: 0x1d,
+            address_size: 8,
+        };
+        let mut st = EncoderState::new(None, Features::from_list("default"), true);
+        encode_cu(&cu, &mut st).unwrap();
+        assert_eq!(
+            st.type_id(&cu, DieRef(40)),
+            TypeId(1),
+            "atomic follows to int"
+        );
+        assert_eq!(st.type_id(&cu, DieRef(999)), TypeId::VOID);
+        let btf = st.finish();
+        let kinds: Vec<_> = btf.types().iter().map(|t| t.kind.clone()).collect();
+        assert_eq!(kinds.len(), 6, "{kinds:?}");
+        assert_eq!(kinds[3], TypeKind::Ptr(TypeId(1)));
+        assert!(
+            matches!(&kinds[4], TypeKind::Enum { signed: true, values, .. } if values[0].value == u32::MAX)
+        );
+        assert_eq!(
+            kinds[5],
+            TypeKind::Array {
+                elem_type: TypeId(1),
+                index_type: TypeId(1),
+                nelems: 6
+            }
+        );
     }
 }
