@@ -168,7 +168,9 @@ pub enum Val<'i> {
     Str(Name<'i>),
     /// A `DW_OP_*` expression.
     Expr(&'i [u8]),
-    /// A form we do not interpret (reference to another unit, block, address …).
+    /// A reference outside the unit (`ref_addr`, `ref_sig8`, supplementary refs).
+    FarRef,
+    /// A form we do not interpret (block, address …).
     Other,
 }
 
@@ -275,6 +277,14 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_ref4 => Val::Ref(c.uint(4)?),
             DW_FORM_ref8 => Val::Ref(c.uint(8)?),
             DW_FORM_ref_udata => Val::Ref(c.uleb()?),
+            DW_FORM_ref_addr
+            | DW_FORM_ref_sig8
+            | DW_FORM_ref_sup4
+            | DW_FORM_ref_sup8
+            | DW_FORM_GNU_ref_alt => {
+                self.skip(c, form)?;
+                Val::FarRef
+            }
             DW_FORM_string => Val::Str(Name::new(c.cstr()?)),
             DW_FORM_strp => {
                 let off = c.uint(self.offset_size as usize)?;

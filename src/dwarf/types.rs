@@ -299,6 +299,8 @@ struct Attrs<'a> {
     upper_bound: Option<u64>,
     count: Option<u64>,
     lower_bound: Option<u64>,
+    /// `DW_AT_type` refers outside the unit.
+    far_ref: bool,
 }
 
 /// Children collected while their parent DIE is open; moved into the arena when it
@@ -522,6 +524,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         enc.skip(&mut cursor, form)?;
                     }
                 }
+            }
+            if a.far_ref {
+                // pahole merges such units (LTO builds) before encoding; we do not
+                // yet, and will not guess: refuse rather than write wrong types.
+                return Err(DieError(format!(
+                    "DIE at unit offset {off:#x} refers to a type in another unit \
+                     (DW_FORM_ref_addr/ref_sig8, as in LTO builds or type units): not supported"
+                )));
             }
             let kind = self.handle(tag, parent, off, a, s);
             if has_children {
@@ -853,10 +863,12 @@ fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
             }
         }
         DW_AT_type => {
-            // References outside the unit (ref_addr, ref_sig8) are not followed:
-            // treated as void.
             a.ty = match v {
                 Val::Ref(o) => DieRef(o as u32),
+                Val::FarRef => {
+                    a.far_ref = true;
+                    DieRef::VOID
+                }
                 _ => DieRef::VOID,
             }
         }
