@@ -203,3 +203,25 @@ fn damaged_dwarf_never_panics() {
     println!("damaged inputs: {ok_runs} encoded, {err_runs} refused");
     assert!(err_runs > 0);
 }
+
+/// Type units (gcc -fdebug-types-section) refer to types across units: refused
+/// with a clear error, never encoded as void.
+#[test]
+fn type_units_are_refused() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/types.c");
+    for (dwarf, what) in [("-gdwarf-4", ".debug_types"), ("-gdwarf-5", "another unit")] {
+        let obj = tmp(&format!("tu{dwarf}.o"));
+        let ok = Command::new("gcc")
+            .args(["-g", dwarf, "-fdebug-types-section", "-c", "-o"])
+            .arg(&obj)
+            .arg(&src)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            println!("skipping: gcc not available");
+            return;
+        }
+        expect_failure(&obj, what);
+    }
+}

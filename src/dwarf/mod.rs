@@ -37,6 +37,13 @@ impl<'a> DwarfInput<'a> {
         let load = |id: gimli::SectionId| -> Result<Reader<'a>, Error> {
             Ok(EndianSlice::new(input.section(id.name()), endian))
         };
+        if !input.section(".debug_types").is_empty() {
+            // DWARF 4 type units: the units refer to their types by signature.
+            return Err(Error::file(
+                input.path(),
+                "DWARF 4 type units (.debug_types, -fdebug-types-section) are not supported",
+            ));
+        }
         let mut dwarf = gimli::Dwarf::load(load)?;
         dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
         let mut units = Vec::new();
