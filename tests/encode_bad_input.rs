@@ -195,7 +195,10 @@ fn damaged_dwarf_never_panics() {
         match r {
             Ok(_) => ok_runs += 1,
             Err(e) => {
-                assert!(e.to_string().contains(&damaged.display().to_string()), "{e}");
+                assert!(
+                    e.to_string().contains(&damaged.display().to_string()),
+                    "{e}"
+                );
                 err_runs += 1;
             }
         }

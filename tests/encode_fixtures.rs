@@ -288,8 +288,12 @@ fn tags_off_without_features() {
 /// `--lang_exclude` drops whole units by `DW_AT_language` (gcc 12 says C11).
 #[test]
 fn lang_exclude_drops_units() {
-    let Some(obj) = compile("gcc", &["-O0", "-std=gnu17"], &fixtures().join("types.c"), "lang")
-    else {
+    let Some(obj) = compile(
+        "gcc",
+        &["-O0", "-std=gnu17"],
+        &fixtures().join("types.c"),
+        "lang",
+    ) else {
         return;
     };
     let run = |langs: &[&str]| {

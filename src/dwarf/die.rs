@@ -277,10 +277,7 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_ref4 => Val::Ref(c.uint(4)?),
             DW_FORM_ref8 => Val::Ref(c.uint(8)?),
             DW_FORM_ref_udata => Val::Ref(c.uleb()?),
-            DW_FORM_ref_addr
-            | DW_FORM_ref_sig8
-            | DW_FORM_ref_sup4
-            | DW_FORM_ref_sup8
+            DW_FORM_ref_addr | DW_FORM_ref_sig8 | DW_FORM_ref_sup4 | DW_FORM_ref_sup8
             | DW_FORM_GNU_ref_alt => {
                 self.skip(c, form)?;
                 Val::FarRef
