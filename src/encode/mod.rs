@@ -191,6 +191,17 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                         }
                         let bit_offset = bit_offset as u32;
                         if m.bit_size != 0 || !bit_offset.is_multiple_of(8) {
+                            // libbpf's btf__add_field refuses what the offset word
+                            // cannot hold, and so pahole fails on it.
+                            if m.bit_size == 0 || m.bit_size > 255 || bit_offset > 0xff_ffff {
+                                return Err(EncodeError(format!(
+                                    "member '{}' of '{}': bitfield of {} bits at bit {} cannot be encoded",
+                                    String::from_utf8_lossy(m.name.bytes()),
+                                    String::from_utf8_lossy(name.bytes()),
+                                    m.bit_size,
+                                    bit_offset
+                                )));
+                            }
                             kflag = true;
                         }
                         let name = st.str(m.name);
@@ -309,6 +320,13 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 )
             }
         };
+        if kind.vlen() > 0xffff {
+            return Err(EncodeError(format!(
+                "type '{}' has {} members/values/parameters, more than BTF's 65535",
+                String::from_utf8_lossy(name.bytes()),
+                kind.vlen()
+            )));
+        }
         let id = st.push(name, kind);
         debug_assert_eq!(id.0, ids[i]);
     }
@@ -575,5 +593,47 @@ mod tests {
                 nelems: 6
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+    use crate::dwarf::types::MemberDie;
+
+    fn one_member(bit_offset: u64, bit_size: u32) -> Result<(), EncodeError> {
+        let members = [MemberDie {
+            name: Name::new(b"m"),
+            ty: DieRef::VOID,
+            bit_offset,
+            bit_size,
+            old_bit_offset: None,
+            byte_size: 0,
+        }];
+        let types = [TypeDie::Composite {
+            is_union: false,
+            declaration: false,
+            name: Name::new(b"s"),
+            size: 64,
+            members: &members,
+        }];
+        let cu = CuTypes {
+            offsets: &[10],
+            types: &types,
+            decl_tags: &[],
+            language: 0,
+            address_size: 8,
+        };
+        let mut st = EncoderState::new(None, Features::default(), true);
+        encode_cu(&cu, &mut st)
+    }
+
+    #[test]
+    fn bitfields_beyond_the_offset_word_are_refused() {
+        assert!(one_member(8, 3).is_ok());
+        assert!(one_member(3, 0).is_err(), "bit offset without a size");
+        assert!(one_member(0, 300).is_err(), "size over 255");
+        assert!(one_member(1 << 24, 3).is_err(), "offset over 24 bits");
+        assert!(one_member(1 << 24, 0).is_ok(), "plain member: offset word is 32 bits");
     }
 }
