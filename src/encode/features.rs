@@ -29,6 +29,10 @@ pub struct Features {
     pub global_var: bool,
     /// `attributes`: type attributes as tags with kflag.
     pub attributes: bool,
+    /// `true_signature`: prototypes of optimized functions as they are called.
+    pub true_signature: bool,
+    /// `layout`: the BTF layout section (kind sizes) in the header.
+    pub layout: bool,
 }
 
 /// Names, in pahole's order, with whether `default` includes them.
@@ -46,6 +50,8 @@ const NAMES: &[(&str, bool)] = &[
     ("distilled_base", false),
     ("global_var", false),
     ("attributes", false),
+    ("true_signature", false),
+    ("layout", false),
 ];
 
 impl Features {
@@ -76,6 +82,8 @@ impl Features {
             "distilled_base" => &mut self.distilled_base,
             "global_var" => &mut self.global_var,
             "attributes" => &mut self.attributes,
+            "true_signature" => &mut self.true_signature,
+            "layout" => &mut self.layout,
             _ => return None,
         })
     }
@@ -121,7 +129,7 @@ mod tests {
         let d = Features::from_list("default");
         assert!(d.encode_force && d.decl_tag_kfuncs && !d.global_var);
         let a = Features::from_list("all");
-        assert!(a.global_var && a.distilled_base && a.attributes);
+        assert!(a.global_var && a.distilled_base && a.attributes && a.layout);
         let k = Features::from_list("default,global_var");
         assert!(k.global_var && k.var);
     }
