@@ -174,6 +174,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 } else {
                     let mut kflag = false;
                     let mut out = Vec::with_capacity(members.len());
+                    st.strings.warm(members.iter().map(|m| m.name));
                     for m in members {
                         let mut bit_offset = m.bit_offset;
                         if let (Some(old), true) = (m.old_bit_offset, m.bit_size != 0) {
@@ -233,6 +234,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 values,
             } => {
                 let size = if size == 0 { 4 } else { size };
+                st.strings.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.features.enum64 {
                     let mut signed = false;
                     let mut vals = Vec::with_capacity(values.len());
