@@ -329,22 +329,35 @@ impl<'i> UnitEnc<'i> {
     }
 }
 
+/// One step of reading a DIE's attributes.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// Skip this many bytes (a run of fixed-size attributes).
+    Skip(u32),
+    /// Skip one attribute of a variable-size form.
+    SkipForm(DwForm),
+    /// Decode one attribute: name, form, implicit constant.
+    Read(DwAt, DwForm, i64),
+}
+
 /// One abbreviation, ready for the hot loop.
 pub struct Plan {
     /// The DIE tag.
     pub tag: DwTag,
     /// Whether children follow.
     pub has_children: bool,
-    /// The attributes: name, form, implicit constant.
-    pub specs: Box<[(DwAt, DwForm, i64)]>,
     /// Total size when every form is fixed-size: such DIEs are skipped in one step.
     pub fixed: Option<u32>,
+    /// The steps to skip the whole DIE.
+    pub skip_ops: Box<[Op]>,
+    /// The steps to read the attributes `needed` selects and skip the others.
+    pub read_ops: Box<[Op]>,
 }
 
 impl Plan {
-    /// The plan for a gimli abbreviation.
-    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>) -> Plan {
-        let specs: Box<[(DwAt, DwForm, i64)]> = a
+    /// The plan for a gimli abbreviation; `needed` selects the attributes to decode.
+    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
+        let specs: Vec<(DwAt, DwForm, i64)> = a
             .attributes()
             .iter()
             .map(|s| (s.name(), s.form(), s.implicit_const_value().unwrap_or(0)))
@@ -352,11 +365,28 @@ impl Plan {
         let fixed = specs
             .iter()
             .try_fold(0u32, |n, s| enc.fixed_size(s.1).map(|k| n + k as u32));
+        let ops = |read: fn(DwAt) -> bool| -> Box<[Op]> {
+            let mut out: Vec<Op> = Vec::with_capacity(specs.len());
+            for &(name, form, implicit) in &specs {
+                if read(name) {
+                    out.push(Op::Read(name, form, implicit));
+                    continue;
+                }
+                match (enc.fixed_size(form), out.last_mut()) {
+                    (Some(0), _) => {}
+                    (Some(n), Some(Op::Skip(k))) => *k += n as u32,
+                    (Some(n), _) => out.push(Op::Skip(n as u32)),
+                    (None, _) => out.push(Op::SkipForm(form)),
+                }
+            }
+            out.into_boxed_slice()
+        };
         Plan {
             tag: a.tag(),
             has_children: a.has_children(),
-            specs,
             fixed,
+            skip_ops: ops(|_| false),
+            read_ops: ops(needed),
         }
     }
 
@@ -366,8 +396,12 @@ impl Plan {
         if let Some(n) = self.fixed {
             return c.skip(n as usize);
         }
-        for &(_, form, _) in self.specs.iter() {
-            enc.skip(c, form)?;
+        for op in self.skip_ops.iter() {
+            match *op {
+                Op::Skip(n) => c.skip(n as usize)?,
+                Op::SkipForm(form) => enc.skip(c, form)?,
+                Op::Read(_, form, _) => enc.skip(c, form)?,
+            }
         }
         Ok(())
     }

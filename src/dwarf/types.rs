@@ -6,7 +6,7 @@
 //! unit offsets ([`DieRef`]); [`CuTypes::index_of`] maps them to positions by binary
 //! search over the sorted DIE offsets. Names borrow the input's string sections.
 
-use super::die::{Cur, DieError, Plan, UnitEnc, Val};
+use super::die::{Cur, DieError, Op, Plan, UnitEnc, Val};
 use super::DwarfInput;
 use arena::Bump;
 use bumpalo::collections::Vec as BVec;
@@ -405,13 +405,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
             if self.plans[i].is_none() {
                 let a = self.abbrevs.get(code).ok_or_else(missing)?;
-                self.plans[i] = Some(Plan::new(a, &self.enc));
+                self.plans[i] = Some(Plan::new(a, &self.enc, is_needed));
             }
             Ok(self.plans[i].as_ref().expect("just built"))
         } else {
             if !self.far_plans.contains_key(&code) {
                 let a = self.abbrevs.get(code).ok_or_else(missing)?;
-                self.far_plans.insert(code, Plan::new(a, &self.enc));
+                self.far_plans
+                    .insert(code, Plan::new(a, &self.enc, is_needed));
             }
             Ok(&self.far_plans[&code])
         }
@@ -425,10 +426,15 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         if code == 0 {
             return Ok((0, 0));
         }
-        let plan = self.plan(code)?;
+        let abbrev = self
+            .abbrevs
+            .get(code)
+            .ok_or_else(|| DieError(format!("unknown abbreviation code {code}")))?;
         let mut lang = 0;
         let mut base = 0;
-        for &(name, form, implicit) in plan.specs.iter() {
+        for spec in abbrev.attributes() {
+            let (name, form) = (spec.name(), spec.form());
+            let implicit = spec.implicit_const_value().unwrap_or(0);
             match name {
                 DW_AT_language => {
                     if let Val::U(v) = enc.read(&mut c, form, implicit)? {
@@ -516,12 +522,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             let mut a = Attrs::default();
             {
                 let plan = self.plan(code)?;
-                for &(name, form, implicit) in plan.specs.iter() {
-                    if is_needed(name) {
-                        let v = enc.read(&mut cursor, form, implicit)?;
-                        take_attr(&mut a, name, v);
-                    } else {
-                        enc.skip(&mut cursor, form)?;
+                for op in plan.read_ops.iter() {
+                    match *op {
+                        Op::Skip(n) => cursor.skip_bytes(n as usize)?,
+                        Op::SkipForm(form) => enc.skip(&mut cursor, form)?,
+                        Op::Read(name, form, implicit) => {
+                            let v = enc.read(&mut cursor, form, implicit)?;
+                            take_attr(&mut a, name, v);
+                        }
                     }
                 }
             }
