@@ -1,34 +1,39 @@
-//! The command line: subcommands (`dump`, `dedup`) and pahole's encoding syntax.
+//! The command line: subcommands (`dump`, `validate`, `dedup`) and pahole's encoding
+//! syntax (anything else).
+//!
+//! `run` looks at the first argument and hands the rest to one function per mode; each
+//! mode parses its own arguments with clap, so adding a mode is one function and one
+//! line in `run`.
 
 use crate::btf;
 use crate::Error;
+use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+const USAGE: &str = "usage: dwarf2btf [-J] [-j[N]|--jobs[=N]] [--btf_features=LIST] \
+                     [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] FILE\n       \
+                     dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
+                     dwarf2btf validate FILE [--base-btf BASE]\n       \
+                     dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
 
 /// Runs the command line `args` (program name first); returns the exit code.
 pub fn main(args: Vec<OsString>) -> i32 {
     match run(args) {
         Ok(()) => 0,
-        Err(e) => {
+        Err(CliError::Usage(e)) => {
+            // clap prints help/version to stdout with exit code 0, errors to stderr.
+            let _ = e.print();
+            e.exit_code()
+        }
+        Err(CliError::Run(e)) => {
             eprintln!("dwarf2btf: error: {e}");
             1
         }
     }
 }
-
-fn run(args: Vec<OsString>) -> Result<(), Error> {
-    let sub = args.get(1).and_then(|a| a.to_str());
-    match sub {
-        Some("dump") => dump(&args[2..]),
-        Some(_) => crate::pipeline::run(&parse_pahole_args(&args[1..])?),
-        None => Err(Error::Msg(USAGE.into())),
-    }
-}
-
-const USAGE: &str = "usage: dwarf2btf [-J] [-j[N]|--jobs[=N]] [--btf_features=LIST] \
-[--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] FILE\n       dwarf2btf dump FILE [--base-btf BASE]";
 
 /// Parses pahole's encoding command line (`args` without the program name), the
 /// syntax kernel Makefiles use: `[-J] [-j[N]] [--btf_features=LIST]
@@ -124,34 +129,167 @@ fn parse_jobs(v: Option<&str>) -> Result<usize, Error> {
     }
 }
 
-fn dump(args: &[OsString]) -> Result<(), Error> {
-    let mut file = None;
-    let mut base = None;
+/// Why a run failed: a bad command line (clap reports it) or a failed job.
+enum CliError {
+    Usage(clap::Error),
+    Run(Error),
+}
+
+impl From<Error> for CliError {
+    fn from(e: Error) -> Self {
+        CliError::Run(e)
+    }
+}
+
+impl From<clap::Error> for CliError {
+    fn from(e: clap::Error) -> Self {
+        CliError::Usage(e)
+    }
+}
+
+/// Dispatches on the mode (first argument).
+fn run(args: Vec<OsString>) -> Result<(), CliError> {
+    let mode = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    // The mode's own parser sees "dwarf2btf MODE" as its program name.
+    let rest = || {
+        let mut v = vec![OsString::from(format!("dwarf2btf {mode}"))];
+        v.extend(args.iter().skip(2).cloned());
+        v
+    };
+    match mode {
+        "dump" => dump(DumpArgs::try_parse_from(rest())?),
+        "validate" => validate(ValidateArgs::try_parse_from(rest())?),
+        "dedup" => Ok(dedup(&args[2..])?),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        "" => Err(Error::Msg(USAGE.into()).into()),
+        // Anything else is pahole's encoding syntax (`-J … FILE`).
+        _ => Ok(crate::pipeline::run(&parse_pahole_args(&args[1..])?)?),
+    }
+}
+
+/// `dwarf2btf dump`: print BTF as `bpftool btf dump file` (raw format) does.
+#[derive(Parser, Debug)]
+#[command(about = "Print BTF exactly as `bpftool btf dump file FILE` does")]
+struct DumpArgs {
+    /// Raw BTF file, or ELF file with a .BTF section.
+    file: PathBuf,
+    /// Base BTF of a split BTF (raw file, or ELF file with a .BTF section).
+    #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
+    base_btf: Option<PathBuf>,
+    /// Print BTF that the kernel would refuse too, as bpftool does (for example
+    /// the BTF of a BPF object before libbpf fixes it up). The reader's structural
+    /// checks still apply.
+    #[arg(long)]
+    no_validate: bool,
+}
+
+/// `dwarf2btf validate`: run the kernel's checks and print every problem.
+#[derive(Parser, Debug)]
+#[command(about = "Check BTF the way the kernel and libbpf do; exit 1 on any problem")]
+struct ValidateArgs {
+    /// Raw BTF file, or ELF file with a .BTF section.
+    file: PathBuf,
+    /// Base BTF of a split BTF.
+    #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
+    base_btf: Option<PathBuf>,
+}
+
+/// Reads and validates the base, if any.
+fn load_base(base: Option<&Path>) -> Result<Option<Arc<btf::Btf>>, Error> {
+    base.map(|b| btf::read::read_file_checked(b, None).map(Arc::new))
+        .transpose()
+}
+
+fn dump(a: DumpArgs) -> Result<(), CliError> {
+    let btf = if a.no_validate {
+        let base = a
+            .base_btf
+            .as_deref()
+            .map(|b| btf::read::read_file(b, None).map(Arc::new))
+            .transpose()?;
+        btf::read::read_file(&a.file, base)?
+    } else {
+        let base = load_base(a.base_btf.as_deref())?;
+        btf::read::read_file_checked(&a.file, base)?
+    };
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let res = btf::dump::dump(&btf, &mut out).and_then(|()| out.flush());
+    match res {
+        // A closed pipe (`dwarf2btf dump F | head`) is not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::Msg(format!("writing the dump: {e}")).into())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn validate(a: ValidateArgs) -> Result<(), CliError> {
+    let base = load_base(a.base_btf.as_deref())?;
+    let path = &a.file;
+    let btf = btf::read::with_btf_bytes(path, ".BTF", |bytes| {
+        let btf = btf::read::parse(bytes, base)?;
+        let mut problems = btf::validate::check_layout(bytes);
+        problems.extend(btf::validate::validate(&btf));
+        Ok((btf, problems))
+    })?;
+    let (btf, problems) = btf;
+    if problems.is_empty() {
+        println!(
+            "{}: valid BTF, {} types (ids {}..={})",
+            path.display(),
+            btf.types().len(),
+            btf.first_id(),
+            btf.type_count()
+        );
+        return Ok(());
+    }
+    for p in &problems {
+        eprintln!("{}: {p}", path.display());
+    }
+    Err(Error::file(path, format!("{} problems", problems.len())).into())
+}
+
+/// `dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]`: libbpf's btf__dedup.
+fn dedup(args: &[OsString]) -> Result<(), Error> {
+    let usage = "usage: dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
+    let (mut input, mut out, mut base) = (None, None, None);
+    let mut compat = crate::dedup::Compat::Upstream;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        if a == "--base-btf" {
-            base =
-                Some(PathBuf::from(it.next().ok_or_else(|| {
-                    Error::Msg("--base-btf needs a file".into())
-                })?));
+        let mut value = |what: &str| {
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| Error::Msg(format!("dedup: {what} needs a file; {usage}")))
+        };
+        if a == "-o" {
+            out = Some(value("-o")?);
+        } else if a == "--base-btf" {
+            base = Some(value("--base-btf")?);
+        } else if a == "--libbpf-1.1" {
+            compat = crate::dedup::Compat::Libbpf1_1;
+        } else if input.is_none() {
+            input = Some(PathBuf::from(a));
         } else {
-            file = Some(PathBuf::from(a));
+            let a = a.to_string_lossy();
+            return Err(Error::Msg(format!(
+                "dedup: unexpected argument {a}; {usage}"
+            )));
         }
     }
-    let file = file.ok_or_else(|| Error::Msg("dump: no file given".into()))?;
+    let input = input.ok_or_else(|| Error::Msg(format!("dedup: no input file; {usage}")))?;
+    let out = out.ok_or_else(|| Error::Msg(format!("dedup: no output file; {usage}")))?;
     let base = match base {
         Some(b) => Some(Arc::new(btf::read::read_file(&b, None)?)),
         None => None,
     };
-    let btf = btf::read::read_file(&file, base)?;
-    let mut out = std::io::stdout().lock();
-    for (i, t) in btf.types().iter().enumerate() {
-        let id = btf.first_id().0 + i as u32;
-        if writeln!(out, "[{id}] {} '{}'", t.kind().name(), btf.str_at(t.name)).is_err() {
-            break;
-        }
-    }
-    Ok(())
+    let btf = btf::read::read_file(&input, base)?;
+    // By value: the input's type model is freed once the dedup has copied it.
+    let bytes = crate::dedup::dedup_bytes_owned(btf, compat)
+        .map_err(|e| Error::file(&input, e.to_string()))?;
+    crate::output::write_atomic(&out, &bytes)
 }
 
 #[cfg(test)]

@@ -32,8 +32,7 @@ pub struct Options {
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
     let btf = encode_file(opts)?;
-    let btf = dedup_output(btf);
-    let bytes = btf::write::to_bytes(&btf);
+    let bytes = dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?;
     match &opts.detached {
         Some(out) => crate::output::write_atomic(out, &bytes),
         // Like pahole without --btf_encode_detached: into the input's .BTF section.
@@ -71,11 +70,11 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
 
-/// Deduplicates the encoded BTF as pahole's final `btf__dedup` does.
-///
-/// Our dedup (src/dedup) is being written on its own branch; until it is merged
-/// this returns the BTF unchanged and the test scripts run libbpf's dedup
-/// (`tests/tools/libbpf_dedup.py`) on the output.
-pub fn dedup_output(btf: Btf) -> Btf {
-    btf
+/// Deduplicates the encoded BTF as pahole's final `btf__dedup` does (current libbpf,
+/// the one pahole 1.31's references were made with) and returns the raw bytes to
+/// write. Takes the BTF by value so its types are freed as soon as the dedup has
+/// copied them.
+pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
+    crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
+        .map_err(|e| format!("dedup: {e}"))
 }

@@ -1,8 +1,7 @@
-//! The corpus kernel and modules encoded with the kernel's flags, deduplicated by
-//! libbpf (`tests/tools/libbpf_dedup.py`, until our dedup is merged) and compared
-//! with pahole v1.31's output by `btfcmp.py`, limited to the type kinds (functions
-//! and variables are another issue). Skips with a message when the corpus, the
-//! reference files or python3/libbpf are absent.
+//! The corpus kernel and modules encoded (and deduplicated) with the kernel's flags
+//! and compared with pahole v1.31's output by `btfcmp.py`, limited to the type kinds
+//! (functions and variables are another issue). Skips with a message when the
+//! corpus, the reference files or python3 are absent.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,7 +53,7 @@ fn tmp(name: &str) -> PathBuf {
     ))
 }
 
-/// Encodes `input` with `flags`, dedups with libbpf and returns btfcmp's verdict.
+/// Encodes `input` with the kernel's flags and returns btfcmp's verdict.
 fn encode_and_compare(input: &Path, reference: &Path, base: Option<&Path>) -> Option<String> {
     encode_and_compare_with(&[KFLAGS, "--lang_exclude=rust"], input, reference, base)
 }
@@ -65,32 +64,21 @@ fn encode_and_compare_with(
     reference: &Path,
     base: Option<&Path>,
 ) -> Option<String> {
-    let raw = tmp("raw.btf");
-    let deduped = tmp("dedup.btf");
+    let deduped = tmp("out.btf");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"));
     cmd.args(["-J", "-j2"]).args(flags);
     if let Some(b) = base {
         cmd.arg("--btf_base").arg(b);
     }
     let st = cmd
-        .arg(format!("--btf_encode_detached={}", raw.display()))
+        .arg(format!("--btf_encode_detached={}", deduped.display()))
         .arg(input)
         .status()
         .unwrap();
     assert!(st.success(), "dwarf2btf failed on {}", input.display());
-    let mut dd = Command::new("python3");
-    dd.arg(root().join("tests/tools/libbpf_dedup.py"))
-        .arg(&raw)
-        .arg(&deduped);
-    if let Some(b) = base {
-        dd.arg("--base").arg(b);
-    }
-    let ok = dd.status().map(|s| s.success()).unwrap_or(false);
-    let _ = std::fs::remove_file(&raw);
-    if !ok {
-        println!("skipping: libbpf dedup (python3 + libbpf1) unavailable or failed");
-        return None;
-    }
+    // pahole 1.31 with libbpf ≥ 1.8 writes a 32-byte header; so do we.
+    let head = std::fs::read(&deduped).unwrap();
+    assert_eq!(u32::from_le_bytes(head[4..8].try_into().unwrap()), 32);
     let mut cmp = Command::new("python3");
     cmp.arg(shared().unwrap().join("tools/btfcmp.py"))
         .arg(&deduped)
@@ -99,7 +87,10 @@ fn encode_and_compare_with(
     if let Some(b) = base {
         cmp.arg("--base").arg(b);
     }
-    let out = cmp.output().unwrap();
+    let Ok(out) = cmp.output() else {
+        println!("skipping: python3 not available");
+        return None;
+    };
     let _ = std::fs::remove_file(&deduped);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{text}{}", String::from_utf8_lossy(&out.stderr));

@@ -5,8 +5,10 @@
 //! over vmlinux) holds an `Arc` of its base: its type ids continue after the base's
 //! last id and its string offsets after the end of the base's string section.
 
-mod types;
+pub mod dump;
 pub mod read;
+mod types;
+pub mod validate;
 pub mod write;
 
 pub use read::BtfError;

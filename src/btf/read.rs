@@ -37,6 +37,8 @@ pub enum BtfError {
     BadStrings(String),
     /// The file is not BTF or has no `.BTF` section.
     NotBtf(String),
+    /// The validator found problems (at least one).
+    Invalid(Vec<super::validate::Problem>),
 }
 
 impl fmt::Display for BtfError {
@@ -49,6 +51,16 @@ impl fmt::Display for BtfError {
             BtfError::BadType { id, what } => write!(f, "bad BTF type [{id}]: {what}"),
             BtfError::BadStrings(what) => write!(f, "bad BTF string section: {what}"),
             BtfError::NotBtf(what) => write!(f, "{what}"),
+            BtfError::Invalid(problems) => {
+                write!(f, "invalid BTF: ")?;
+                match problems.as_slice() {
+                    [] => write!(f, "(no problem recorded)"),
+                    [one] => write!(f, "{one}"),
+                    [first, rest @ ..] => {
+                        write!(f, "{first} (and {} more problems)", rest.len())
+                    }
+                }
+            }
         }
     }
 }
@@ -105,7 +117,10 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         return Err(BtfError::BadVersion(data[2]));
     }
     if data[3] != 0 {
-        return Err(BtfError::BadHeader(format!("flags {:#x} are not 0", data[3])));
+        return Err(BtfError::BadHeader(format!(
+            "flags {:#x} are not 0",
+            data[3]
+        )));
     }
     let mut w = Words {
         data,
@@ -121,8 +136,10 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
             data.len()
         )));
     }
-    if hdr_len % 4 != 0 {
-        return Err(BtfError::BadHeader(format!("header length {hdr_len} is not 4-aligned")));
+    if !hdr_len.is_multiple_of(4) {
+        return Err(BtfError::BadHeader(format!(
+            "header length {hdr_len} is not 4-aligned"
+        )));
     }
     let header_extra = data[HEADER_LEN..hdr_len].to_vec();
     if header_extra.iter().any(|&b| b != 0) {
@@ -146,12 +163,16 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
     let type_data = section(type_off, type_len, "type")?;
     let str_data = section(str_off, str_len, "string")?;
     if type_off % 4 != 0 {
-        return Err(BtfError::BadHeader(format!("type section offset {type_off} is not 4-aligned")));
+        return Err(BtfError::BadHeader(format!(
+            "type section offset {type_off} is not 4-aligned"
+        )));
     }
     let (t_lo, t_hi) = (type_off as u64, type_off as u64 + type_len as u64);
     let (s_lo, s_hi) = (str_off as u64, str_off as u64 + str_len as u64);
     if t_lo < s_hi && s_lo < t_hi {
-        return Err(BtfError::BadHeader("type and string sections overlap".into()));
+        return Err(BtfError::BadHeader(
+            "type and string sections overlap".into(),
+        ));
     }
     check_strings(str_data, base.is_some())?;
 
@@ -201,10 +222,13 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
     let raw_kind = (info >> 24) & 0x1f;
     let kflag = info >> 31 == 1;
     if info & 0x60ff_0000 != 0 {
-        return Err(bad_type(id, format!("reserved bits set in info {info:#010x}")));
+        return Err(bad_type(
+            id,
+            format!("reserved bits set in info {info:#010x}"),
+        ));
     }
-    let kind = Kind::from_raw(raw_kind)
-        .ok_or_else(|| bad_type(id, format!("unknown kind {raw_kind}")))?;
+    let kind =
+        Kind::from_raw(raw_kind).ok_or_else(|| bad_type(id, format!("unknown kind {raw_kind}")))?;
     // Every record's payload must fit in what is left, before we allocate for it.
     let per_item = match kind {
         Kind::Struct | Kind::Union | Kind::Enum64 | Kind::Datasec => 12,
@@ -212,7 +236,10 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
         _ => 0,
     };
     if per_item * vlen > w.data.len() - w.pos {
-        return Err(bad_type(id, format!("vlen {vlen} runs past the type section")));
+        return Err(bad_type(
+            id,
+            format!("vlen {vlen} runs past the type section"),
+        ));
     }
     let no_vlen = |k: Kind| -> Result<(), BtfError> {
         if vlen != 0 {
@@ -233,7 +260,10 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
             no_kflag(kind)?;
             let enc = w.u32().ok_or_else(trunc)?;
             if enc & 0xf000_ff00 != 0 {
-                return Err(bad_type(id, format!("reserved bits set in INT data {enc:#010x}")));
+                return Err(bad_type(
+                    id,
+                    format!("reserved bits set in INT data {enc:#010x}"),
+                ));
             }
             TypeKind::Int {
                 size: size_or_type,
@@ -256,6 +286,13 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
         Kind::Array => {
             no_vlen(kind)?;
             no_kflag(kind)?;
+            // The model has no place for a non-zero size word; the kernel rejects it too.
+            if size_or_type != 0 {
+                return Err(bad_type(
+                    id,
+                    format!("ARRAY with size {size_or_type} (must be 0)"),
+                ));
+            }
             TypeKind::Array {
                 elem_type: TypeId(w.u32().ok_or_else(trunc)?),
                 index_type: TypeId(w.u32().ok_or_else(trunc)?),
@@ -315,6 +352,12 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
         }
         Kind::Fwd => {
             no_vlen(kind)?;
+            if size_or_type != 0 {
+                return Err(bad_type(
+                    id,
+                    format!("FWD with type {size_or_type} (must be 0)"),
+                ));
+            }
             TypeKind::Fwd { union: kflag }
         }
         Kind::Func => {
@@ -389,7 +432,10 @@ pub enum Source {
 
 /// Returns the raw BTF bytes of `data`: the file itself if it starts with the BTF
 /// magic, or the contents of ELF section `section` (normally `.BTF`).
-pub fn btf_bytes<'a>(data: &'a [u8], section: &str) -> Result<(std::borrow::Cow<'a, [u8]>, Source), BtfError> {
+pub fn btf_bytes<'a>(
+    data: &'a [u8],
+    section: &str,
+) -> Result<(std::borrow::Cow<'a, [u8]>, Source), BtfError> {
     use object::{Object, ObjectSection};
     if data.len() >= 2 && (data[..2] == [0x9f, 0xeb] || data[..2] == [0xeb, 0x9f]) {
         return Ok((data.into(), Source::Raw));
@@ -404,6 +450,12 @@ pub fn btf_bytes<'a>(data: &'a [u8], section: &str) -> Result<(std::borrow::Cow<
             .uncompressed_data()
             .map_err(|e| BtfError::NotBtf(format!("cannot read ELF section {section}: {e}")))?;
         return Ok((bytes, Source::ElfSection));
+    }
+    if data.len() >= 2 {
+        return Err(BtfError::NotBtf(format!(
+            "bad BTF magic {:#06x} (expected 0xeb9f), and not an ELF file",
+            u16::from_le_bytes([data[0], data[1]])
+        )));
     }
     Err(BtfError::NotBtf(
         "neither raw BTF (magic 0xeb9f) nor an ELF file".into(),
@@ -422,7 +474,34 @@ pub fn read_file_section(
     section: &str,
     base: Option<Arc<Btf>>,
 ) -> Result<Btf, crate::Error> {
-    let data = std::fs::read(path).map_err(|e| crate::Error::io(path, e))?;
-    let (bytes, _) = btf_bytes(&data, section).map_err(|e| crate::Error::btf(path, e))?;
-    parse(&bytes, base).map_err(|e| crate::Error::btf(path, e))
+    with_btf_bytes(path, section, |bytes| parse(bytes, base))
+}
+
+/// Reads BTF from a file as [`read_file`] does, then validates it (header layout and
+/// every type); any problem is an error naming the file.
+pub fn read_file_checked(path: &Path, base: Option<Arc<Btf>>) -> Result<Btf, crate::Error> {
+    with_btf_bytes(path, ".BTF", |bytes| {
+        super::validate::parse_checked(bytes, base)
+    })
+}
+
+/// Maps `path`, finds its BTF bytes (raw file or ELF section `section`) and calls `f`
+/// on them; errors name the file.
+pub fn with_btf_bytes<T>(
+    path: &Path,
+    section: &str,
+    f: impl FnOnce(&[u8]) -> Result<T, BtfError>,
+) -> Result<T, crate::Error> {
+    let map = map_file(path)?;
+    let (bytes, _) = btf_bytes(&map, section).map_err(|e| crate::Error::btf(path, e))?;
+    f(&bytes).map_err(|e| crate::Error::btf(path, e))
+}
+
+/// Maps a file read-only; a vmlinux is hundreds of megabytes and we need only its
+/// `.BTF` section, so mapping beats reading it.
+pub fn map_file(path: &Path) -> Result<memmap2::Mmap, crate::Error> {
+    let file = std::fs::File::open(path).map_err(|e| crate::Error::io(path, e))?;
+    // SAFETY: the mapping is read-only and private to us; like every tool that maps
+    // its input, we rely on nobody truncating the file while we read it.
+    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| crate::Error::io(path, e))
 }

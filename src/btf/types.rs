@@ -474,9 +474,7 @@ impl TypeKind {
             TypeKind::Var { type_id, .. }
             | TypeKind::DeclTag { type_id, .. }
             | TypeKind::TypeTag { type_id, .. } => f(type_id),
-            TypeKind::Datasec { entries, .. } => {
-                entries.iter_mut().for_each(|e| f(&mut e.type_id))
-            }
+            TypeKind::Datasec { entries, .. } => entries.iter_mut().for_each(|e| f(&mut e.type_id)),
         }
     }
 

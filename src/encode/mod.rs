@@ -39,6 +39,9 @@ impl EncoderState {
     /// A new encoder producing BTF over `base` (split BTF for modules).
     pub fn new(base: Option<Arc<Btf>>, features: Features, little_endian: bool) -> EncoderState {
         let mut btf = Btf::new(base);
+        // libbpf ≥ 1.8 (pahole 1.31's) writes a 32-byte header: the classic 24 bytes
+        // and two zero `layout` words. Dedup keeps the input's header length.
+        btf.set_header_extra(vec![0; 8]);
         btf.set_endian(if little_endian {
             crate::btf::Endian::Little
         } else {

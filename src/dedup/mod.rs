@@ -1,0 +1,401 @@
+//! BTF deduplication with the results of libbpf's `btf__dedup`, whole, split and
+//! incremental.
+//!
+//! # One-shot dedup
+//!
+//! [`dedup`] gives the bytes libbpf gives (`btf__raw_data` after `btf__dedup`, with
+//! the classic 24-byte header). It follows libbpf's passes:
+//!
+//! 1. strings: every string referenced by any type (kept or not), in type order and
+//!    within a type name first, goes into a new section; a split BTF first reuses the
+//!    base's copy of a string (offset 0 and strings already in the base are left);
+//! 2. INT, FLOAT, FWD, and ENUM/ENUM64 — an enum with no enumerators (an enum FWD)
+//!    matches the full ENUM or ENUM64 of its name and a canonical enum FWD is
+//!    resolved to a later full enum;
+//! 3. STRUCT/UNION — and, in current libbpf, TYPEDEF — by graph equivalence with a
+//!    hypothetical canonical→candidate mapping that follows cycles through pointers,
+//!    resolves FWD ↔ STRUCT/UNION on the way, tolerates duplicate identical types
+//!    inside one CU, and never resolves a base FWD;
+//! 4. each FWD still unresolved maps to the one canonical STRUCT/UNION of its name,
+//!    if there is exactly one;
+//! 5. reference kinds (PTR, CONST, VOLATILE, RESTRICT, FUNC, TYPE_TAG, DECL_TAG,
+//!    ARRAY, FUNC_PROTO) once what they refer to is canonical;
+//! 6. compaction in id order and remapping of every referenced id. VAR and DATASEC
+//!    are never merged.
+//!
+//! When several canonical candidates match, the first in libbpf's hash-bucket order
+//! wins, so the candidate table reproduces that order (see `table.rs`).
+//!
+//! [`Compat::Upstream`] is current libbpf including "libbpf: Fix deduplication of
+//! typedef with base definitions" (the libbpf the pahole references were made with).
+//! [`Compat::Libbpf1_1`] is libbpf 1.1 (Debian 12's `libbpf1`, our test oracle):
+//! typedefs are reference kinds there, and only identical arrays and structs (not
+//! deeper identical graphs) are accepted as in-CU duplicates.
+//!
+//! # Incremental dedup
+//!
+//! [`Incremental`] keeps a canonical set and deduplicates each new batch (say one
+//! CU's types) against it, keeping only the batch's new canonical types: memory
+//! stays proportional to the deduplicated output, not to the input. Each batch goes
+//! through the passes above as a split BTF over the canonical set would, except that
+//! FWDs are not resolved by name (step 4): whether a name is unique is only known
+//! once every batch is in. The set itself never changes after the fact, which is
+//! where incremental and one-shot dedup of the same stream can part:
+//!
+//! * a FWD kept before its STRUCT/UNION arrives stays a FWD in the set, and a later
+//!   struct whose graph would need that FWD resolved is not merged with the kept
+//!   struct that refers to it (libbpf's rule for a base FWD); one-shot dedup would
+//!   resolve the FWD and merge. An enum FWD kept before its full enum likewise stays;
+//! * whether two structs are equivalent is decided when the later one arrives,
+//!   against a set that is already deduplicated; one-shot dedup compares raw CU
+//!   graphs, and libbpf's checks are path dependent (duplicate types inside one CU,
+//!   FWDs resolved on the way), so it can leave duplicates the incremental set does
+//!   not have, or the other way round;
+//! * current libbpf's check for duplicate arrays inside one CU compares only the
+//!   arrays' shapes (it reads the first array's element type twice), so arrays of
+//!   different element types can merge wherever that check is met — and one-shot and
+//!   incremental dedup meet it in different places.
+//!
+//! [`Incremental::finish`] therefore ends with one ordinary one-shot [`dedup_with`]
+//! over the kept set: it resolves FWDs by name with every struct present, makes the
+//! merges that had to wait for a FWD to be resolved, and drops the strings that only
+//! dropped types used. Kept types are first occurrences in stream order, which is
+//! the order one-shot dedup keeps. The result equals one-shot dedup of the whole
+//! stream when no FWD comes before its definition and no in-CU duplicate arrays
+//! differ in element type: the tests check this byte for byte on the vmlinux
+//! reference cut into 40 CU-like batches (libbpf 1.1 rules; current rules differ by
+//! 48 bytes there through the array check) and on a module cut into batches that
+//! carry FWDs of earlier batches' structs. With FWDs before their definitions the
+//! outputs differ, in either direction.
+
+mod engine;
+mod flat;
+mod fxhash;
+mod strset;
+mod table;
+
+use crate::btf::Btf;
+use std::fmt;
+use std::sync::Arc;
+
+/// Which libbpf's behaviour to reproduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compat {
+    /// Current upstream libbpf with the typedef fixes (pahole 1.31's references).
+    #[default]
+    Upstream,
+    /// libbpf 1.1 as packaged by Debian 12 (`libbpf1` 1.1.2).
+    Libbpf1_1,
+}
+
+/// Why dedup failed. The input is left untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DedupError {
+    /// A type is malformed for dedup (dangling reference, wrong kind in a graph).
+    Invalid {
+        /// The type's id in the input.
+        id: u32,
+        /// What is wrong.
+        what: String,
+    },
+    /// A string offset does not point into the string section.
+    BadString {
+        /// The type's id in the input.
+        id: u32,
+        /// The offset.
+        offset: u32,
+    },
+    /// Reference types form a loop with no struct in it (not valid C).
+    Loop {
+        /// A type on the loop.
+        id: u32,
+    },
+    /// A batch is not over the base the incremental dedup was started with.
+    BaseMismatch,
+    /// The result could not be read back (a bug).
+    Output(crate::btf::BtfError),
+}
+
+impl fmt::Display for DedupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DedupError::Invalid { id, what } => write!(f, "type [{id}]: {what}"),
+            DedupError::BadString { id, offset } => {
+                write!(
+                    f,
+                    "type [{id}]: string offset {offset} is outside the string section"
+                )
+            }
+            DedupError::Loop { id } => write!(f, "type [{id}]: reference types form a loop"),
+            DedupError::BaseMismatch => f.write_str("batch is not over the dedup's base BTF"),
+            DedupError::Output(e) => write!(f, "dedup produced unreadable BTF: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DedupError {}
+
+/// Deduplicates `btf` (whole, or split over its unchanged base) as current libbpf
+/// does. Like libbpf, the result keeps the input's header length.
+pub fn dedup(btf: &Btf) -> Result<Btf, DedupError> {
+    dedup_with(btf, Compat::Upstream)
+}
+
+/// [`dedup`] with the behaviour of the given libbpf.
+pub fn dedup_with(btf: &Btf, compat: Compat) -> Result<Btf, DedupError> {
+    let bytes = dedup_bytes(btf, compat)?;
+    crate::btf::read::parse(&bytes, btf.base().cloned()).map_err(DedupError::Output)
+}
+
+/// [`dedup_with`] straight to raw BTF bytes (what `btf__raw_data` gives), without
+/// building the result's type model: for writers, and to keep peak memory down.
+pub fn dedup_bytes(btf: &Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    let mut e = engine::Engine::new(btf.base().map(|b| &**b), compat, false)?;
+    e.add_batch(btf)?;
+    // libbpf keeps the input's header length; the bytes past 24 are zero.
+    Ok(e.to_bytes(btf.endian(), btf.header_extra()))
+}
+
+/// [`dedup_bytes`] taking `btf` by value, to free it as soon as its types are copied
+/// into the dedup's own compact form: the lowest peak memory, for the CLI.
+pub fn dedup_bytes_owned(btf: Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    let base = btf.base().cloned();
+    let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+    let mut e = engine::Engine::new(base.as_deref(), compat, false)?;
+    let s = e.load_batch(&btf)?;
+    drop(btf);
+    e.process(s)?;
+    Ok(e.to_bytes(endian, &extra))
+}
+
+/// Incremental dedup: batches of new types deduplicated against the canonical set
+/// kept so far (see the module doc for how it relates to one-shot dedup).
+pub struct Incremental {
+    engine: engine::Engine,
+    base: Option<Arc<Btf>>,
+    compat: Compat,
+}
+
+impl Incremental {
+    /// Starts with an empty canonical set over `base` (None for whole BTF).
+    pub fn new(base: Option<Arc<Btf>>, compat: Compat) -> Result<Incremental, DedupError> {
+        Ok(Incremental {
+            engine: engine::Engine::new(base.as_deref(), compat, true)?,
+            base,
+            compat,
+        })
+    }
+
+    /// Deduplicates `batch` against the canonical set and keeps its new canonical
+    /// types. `batch` is a BTF over the same base (whole if there is none); its ids
+    /// and string offsets are its own.
+    pub fn add(&mut self, batch: &Btf) -> Result<(), DedupError> {
+        self.engine.add_batch(batch)
+    }
+
+    /// Number of types kept so far (not counting the base).
+    pub fn len(&self) -> u32 {
+        self.engine.own_types()
+    }
+
+    /// Whether nothing is kept yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The kept set as it is, without the final pass.
+    pub fn snapshot(&self) -> Result<Btf, DedupError> {
+        let endian = self
+            .base
+            .as_ref()
+            .map_or(crate::btf::Endian::native(), |b| b.endian());
+        let bytes = self.engine.to_bytes(endian, &[]);
+        crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
+    }
+
+    /// The final pass: one-shot dedup of the kept set.
+    pub fn finish(self) -> Result<Btf, DedupError> {
+        dedup_with(&self.snapshot()?, self.compat)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::*;
+
+    fn int(b: &mut Btf) -> TypeId {
+        let name = b.push_str(b"int");
+        b.push_type(Type {
+            name,
+            kind: TypeKind::Int {
+                size: 4,
+                encoding: INT_SIGNED,
+                offset: 0,
+                bits: 32,
+            },
+        })
+    }
+
+    fn ptr(b: &mut Btf, to: TypeId) -> TypeId {
+        b.push_type(Type {
+            name: StrOffset::EMPTY,
+            kind: TypeKind::Ptr(to),
+        })
+    }
+
+    /// A struct with one member `m` of type `ty`.
+    fn strukt(b: &mut Btf, name: &[u8], ty: TypeId) -> TypeId {
+        let name = b.push_str(name);
+        let m = b.push_str(b"m");
+        b.push_type(Type {
+            name,
+            kind: TypeKind::Struct(Composite {
+                size: 8,
+                kflag: false,
+                members: vec![Member {
+                    name: m,
+                    type_id: ty,
+                    offset: 0,
+                }],
+            }),
+        })
+    }
+
+    /// One CU's `struct A { struct B *m; }; struct B { struct A *m; };`.
+    fn cycle_cu(b: &mut Btf) {
+        let first = b.type_count() + 1;
+        // ids: A, B, PTR->B, PTR->A
+        strukt(b, b"A", TypeId(first + 2));
+        strukt(b, b"B", TypeId(first + 3));
+        ptr(b, TypeId(first + 1));
+        ptr(b, TypeId(first));
+    }
+
+    fn names(b: &Btf) -> Vec<String> {
+        b.types()
+            .iter()
+            .map(|t| format!("{}:{}", t.kind().name(), b.str_at(t.name)))
+            .collect()
+    }
+
+    #[test]
+    fn cycles_through_pointers_dedup_to_one_copy() {
+        let mut b = Btf::new(None);
+        cycle_cu(&mut b);
+        cycle_cu(&mut b);
+        cycle_cu(&mut b);
+        let d = dedup(&b).unwrap();
+        assert_eq!(names(&d), ["STRUCT:A", "STRUCT:B", "PTR:", "PTR:"]);
+        assert_eq!(d.strings(), b"\0A\0m\0B\0");
+    }
+
+    #[test]
+    fn fwd_resolves_to_the_unique_struct_of_its_name() {
+        let mut b = Btf::new(None);
+        let s = b.push_str(b"S");
+        let fwd = b.push_type(Type {
+            name: s,
+            kind: TypeKind::Fwd { union: false },
+        });
+        ptr(&mut b, fwd);
+        let i = int(&mut b);
+        let st = strukt(&mut b, b"S", i);
+        ptr(&mut b, st);
+        let d = dedup(&b).unwrap();
+        // The FWD goes; both pointers become one pointer to S.
+        assert_eq!(names(&d), ["PTR:", "INT:int", "STRUCT:S"]);
+        assert_eq!(d.types()[0].kind, TypeKind::Ptr(TypeId(3)));
+    }
+
+    #[test]
+    fn enum_fwd_meets_a_full_enum64() {
+        let mut b = Btf::new(None);
+        let e = b.push_str(b"e");
+        b.push_type(Type {
+            name: e,
+            kind: TypeKind::Enum {
+                size: 4,
+                signed: false,
+                values: vec![],
+            },
+        });
+        let v = b.push_str(b"V");
+        b.push_type(Type {
+            name: e,
+            kind: TypeKind::Enum64 {
+                size: 8,
+                signed: false,
+                values: vec![Enum64Value {
+                    name: v,
+                    value: 1 << 40,
+                }],
+            },
+        });
+        assert_eq!(names(&dedup(&b).unwrap()), ["ENUM64:e"]);
+    }
+
+    #[test]
+    fn split_types_equal_to_base_types_go() {
+        let mut base = Btf::new(None);
+        cycle_cu(&mut base);
+        // A base is deduplicated (its strings too: a split string is matched to the
+        // base's first copy).
+        let base = Arc::new(dedup(&base).unwrap());
+        let mut split = Btf::new(Some(base.clone()));
+        cycle_cu(&mut split);
+        let i = int(&mut split);
+        strukt(&mut split, b"A", i); // same name, other layout: kept
+        let d = dedup(&split).unwrap();
+        assert_eq!(names(&d), ["INT:int", "STRUCT:A"]);
+        // Names already in the base are the base's; only "int" is new.
+        assert_eq!(d.strings(), b"int\0");
+        assert_eq!(d.types()[1].name, StrOffset(1));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        let mut b = Btf::new(None);
+        ptr(&mut b, TypeId(9));
+        assert!(matches!(dedup(&b), Err(DedupError::Invalid { id: 1, .. })));
+
+        let mut b = Btf::new(None);
+        b.push_type(Type {
+            name: StrOffset(1000),
+            kind: TypeKind::Float { size: 4 },
+        });
+        assert_eq!(
+            dedup(&b).unwrap_err(),
+            DedupError::BadString {
+                id: 1,
+                offset: 1000
+            }
+        );
+
+        let mut b = Btf::new(None);
+        ptr(&mut b, TypeId(2));
+        ptr(&mut b, TypeId(1));
+        assert!(matches!(dedup(&b), Err(DedupError::Loop { .. })));
+    }
+
+    #[test]
+    fn incremental_keeps_only_new_types() {
+        let mut cu = Btf::new(None);
+        cycle_cu(&mut cu);
+        let mut inc = Incremental::new(None, Compat::Upstream).unwrap();
+        inc.add(&cu).unwrap();
+        assert_eq!(inc.len(), 4);
+        inc.add(&cu).unwrap();
+        assert_eq!(inc.len(), 4);
+        let mut other = Btf::new(None);
+        int(&mut other);
+        inc.add(&other).unwrap();
+        assert_eq!(inc.len(), 5);
+        let mut all = Btf::new(None);
+        cycle_cu(&mut all);
+        cycle_cu(&mut all);
+        int(&mut all);
+        let got = crate::btf::write::to_bytes(&inc.finish().unwrap());
+        assert_eq!(got, crate::btf::write::to_bytes(&dedup(&all).unwrap()));
+    }
+}

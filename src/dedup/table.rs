@@ -1,0 +1,145 @@
+//! The candidate table: signature hash → canonical type ids, iterated in the order
+//! libbpf's `hashmap` iterates them.
+//!
+//! Which candidate wins when several canonical types match decides the output, so
+//! the order must be libbpf's. libbpf's map pushes each new entry at the head of its
+//! bucket list, and when it grows (before an insert that would make it more than 3/4
+//! full; capacity 4, then doubling) it moves every entry, in list order, to the head
+//! of its new bucket — which reverses the relative order of entries with the same
+//! key. Entries with different keys never match the same query (the key covers every
+//! field the equality checks compare), so only the order within one key matters:
+//! newest first, reversed once per growth since insertion. We keep one linked list
+//! per key and apply the reversals lazily, counting growths in an epoch number.
+
+use super::fxhash::FxHashMap;
+
+const END: u32 = u32::MAX;
+
+/// One key's list: its head node and the growth epoch its order is up to date at.
+#[derive(Clone, Copy)]
+struct Slot {
+    head: u32,
+    epoch: u32,
+}
+
+/// Signature hash → candidate ids, in libbpf's iteration order. The lists are
+/// singly linked through one node arena, head first, like libbpf's buckets.
+#[derive(Default)]
+pub struct CandTable {
+    index: FxHashMap<u64, Slot>,
+    /// (id, next node).
+    nodes: Vec<(u32, u32)>,
+    /// Number of entries (libbpf's `sz`), including any later removed.
+    size: u64,
+    /// libbpf's `cap`.
+    cap: u64,
+    /// Growths so far.
+    epoch: u32,
+}
+
+impl CandTable {
+    /// Adds `id` under `key` (libbpf's `hashmap__append`).
+    pub fn add(&mut self, key: u64, id: u32) {
+        if self.cap == 0 || (self.size + 1) * 4 / 3 > self.cap {
+            self.cap = if self.cap == 0 { 4 } else { self.cap * 2 };
+            self.epoch += 1;
+        }
+        self.size += 1;
+        let node = self.nodes.len() as u32;
+        let epoch = self.epoch;
+        let slot = self.index.entry(key).or_insert(Slot { head: END, epoch });
+        sync(&mut self.nodes, slot, epoch);
+        self.nodes.push((id, slot.head));
+        slot.head = node;
+    }
+
+    /// Appends the candidates under `key`, in libbpf's order, to `out`.
+    #[inline]
+    pub fn get_into(&mut self, key: u64, out: &mut Vec<u32>) {
+        let epoch = self.epoch;
+        if let Some(slot) = self.index.get_mut(&key) {
+            sync(&mut self.nodes, slot, epoch);
+            let mut n = slot.head;
+            while n != END {
+                let (id, next) = self.nodes[n as usize];
+                out.push(id);
+                n = next;
+            }
+        }
+    }
+
+    /// Removes the ids `>= first` from the list of `key` (used by the incremental
+    /// mode to drop a batch's provisional entries; the order of the rest is kept).
+    pub fn remove_from(&mut self, key: u64, first: u32) {
+        let epoch = self.epoch;
+        if let Some(slot) = self.index.get_mut(&key) {
+            sync(&mut self.nodes, slot, epoch);
+            let mut prev = END;
+            let mut n = slot.head;
+            while n != END {
+                let (id, next) = self.nodes[n as usize];
+                if id >= first {
+                    if prev == END {
+                        slot.head = next;
+                    } else {
+                        self.nodes[prev as usize].1 = next;
+                    }
+                } else {
+                    prev = n;
+                }
+                n = next;
+            }
+        }
+    }
+}
+
+/// Applies the growths since the list was last looked at: an odd number reverses it.
+#[inline]
+fn sync(nodes: &mut [(u32, u32)], slot: &mut Slot, epoch: u32) {
+    if (epoch - slot.epoch) & 1 == 1 {
+        let mut prev = END;
+        let mut n = slot.head;
+        while n != END {
+            let next = nodes[n as usize].1;
+            nodes[n as usize].1 = prev;
+            prev = n;
+            n = next;
+        }
+        slot.head = prev;
+    }
+    slot.epoch = epoch;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A direct model of libbpf's bucket lists for one key.
+    #[test]
+    fn order_matches_a_model_of_libbpf_growth() {
+        let mut t = CandTable::default();
+        let mut model: Vec<u32> = Vec::new(); // head first
+        let (mut size, mut cap) = (0u64, 0u64);
+        for id in 0..200u32 {
+            // Half the entries go to other keys: they only move the growth points.
+            let key = if id % 2 == 0 { 7 } else { 1000 + id as u64 };
+            if cap == 0 || (size + 1) * 4 / 3 > cap {
+                cap = if cap == 0 { 4 } else { cap * 2 };
+                model.reverse();
+            }
+            size += 1;
+            if key == 7 {
+                model.insert(0, id);
+            }
+            t.add(key, id);
+            let mut got = Vec::new();
+            t.get_into(7, &mut got);
+            assert_eq!(got, model, "after adding {id}");
+        }
+        t.remove_from(7, 100);
+        let mut got = Vec::new();
+        t.get_into(7, &mut got);
+        model.retain(|&id| id < 100);
+        assert_eq!(got, model, "after removal");
+    }
+}

@@ -1,0 +1,619 @@
+//! The ELF symbol table as pahole v1.31's BTF encoder sees it, built once per input
+//! file and shared read-only by every worker.
+//!
+//! Three things are read from `.symtab` and the section headers:
+//! - the *function table*: every `STT_FUNC` symbol grouped under its base name (the
+//!   name cut at the first `.`), minus the `.cold` / `.part` pieces that are not
+//!   functions of their own. A DWARF subprogram is matched to it by name only; the
+//!   symbols' addresses decide "ambiguous address" and "optimized symbol".
+//! - the *sections*: index, name, type and address of every section, with the
+//!   address libdwfl gives it (for ET_REL modules libdwfl lays the allocated
+//!   sections out itself, and pahole's DWARF addresses are in that layout);
+//! - the *data objects*: `STT_OBJECT` symbols, which pahole consults for variables
+//!   whose DWARF address is 0, and which list the per-CPU variables.
+//!
+//! See docs/pahole-functions.md for the rules and where they come from.
+
+use std::path::Path;
+
+use object::elf;
+use object::read::elf::{FileHeader, SectionHeader, Sym};
+use object::{Endianness, FileKind};
+
+use crate::{Error, Result};
+
+/// The name of the per-CPU data section, whose variables the `var` feature encodes.
+pub const PERCPU_SECTION: &str = ".data..percpu";
+
+/// libdwfl starts the layout of an offline ET_REL module at this address
+/// (`OFFLINE_REDZONE` in elfutils' libdwflP.h)…
+const DWFL_OFFLINE_BASE: u64 = 0x10000;
+/// …rounded up to this alignment (`REL_MIN_ALIGN` in dwfl_report_elf.c).
+const DWFL_REL_MIN_ALIGN: u64 = 0x100;
+
+/// One `STT_FUNC` symbol kept in the function table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncSym {
+    /// The full symbol name, suffixes included (`foo.isra.0`).
+    pub name: Box<str>,
+    /// `st_value`: a virtual address in ET_EXEC, a section offset in ET_REL.
+    pub addr: u64,
+    /// `st_size`.
+    pub size: u64,
+    /// The section the symbol is defined in (extended indices resolved), if any.
+    pub section: Option<u32>,
+    /// `STB_LOCAL`, `STB_GLOBAL` or `STB_WEAK`.
+    pub bind: u8,
+}
+
+impl FuncSym {
+    /// The part of the name from the first `.` on (`.isra.0`), empty if none.
+    pub fn suffix(&self) -> &str {
+        self.name.find('.').map_or("", |i| &self.name[i..])
+    }
+
+    /// Whether pahole counts this symbol as an optimized clone: its suffix contains
+    /// `.constprop` or `.isra` (pahole's `str_contains_optimized_fn_suffix`).
+    pub fn is_optimized_clone(&self) -> bool {
+        let s = self.suffix();
+        s.contains(".constprop") || s.contains(".isra")
+    }
+}
+
+/// All function symbols sharing one base name: what pahole calls an `elf_function`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ElfFunction {
+    /// The symbols, in `.symtab` order; never empty.
+    pub syms: Vec<FuncSym>,
+    /// The symbols do not all share one address (pahole's quirky rule, see
+    /// [`ambiguous_address`]); pahole then emits no FUNC for this name.
+    pub ambiguous_addr: bool,
+}
+
+impl ElfFunction {
+    /// The base name: the symbol name up to its first `.`.
+    pub fn name(&self) -> &str {
+        base_name(&self.syms[0].name)
+    }
+
+    /// Whether one of the symbols at exactly `addr` is an optimized clone
+    /// (`.isra` / `.constprop`): pahole's `optimized_symbol` for a DWARF function
+    /// whose low_pc is `addr`.
+    pub fn optimized_symbol_at(&self, addr: u64) -> bool {
+        addr != 0
+            && self
+                .syms
+                .iter()
+                .any(|s| s.addr == addr && s.is_optimized_clone())
+    }
+
+    /// Whether any symbol of this function is at `addr`.
+    pub fn has_sym_at(&self, addr: u64) -> bool {
+        self.syms.iter().any(|s| s.addr == addr)
+    }
+}
+
+/// pahole's `elf_function__has_ambiguous_address`, kept bug-for-bug: an address of
+/// 0 counts as "not seen yet", so `[0, X]` is not ambiguous while `[X, 0]` is.
+pub fn ambiguous_address(syms: &[FuncSym]) -> bool {
+    if syms.len() <= 1 {
+        return false;
+    }
+    let mut seen = 0u64;
+    for s in syms {
+        if seen != 0 && seen != s.addr {
+            return true;
+        }
+        seen = s.addr;
+    }
+    false
+}
+
+/// A symbol name up to its first `.` (`foo.isra.0` → `foo`).
+pub fn base_name(sym_name: &str) -> &str {
+    sym_name.find('.').map_or(sym_name, |i| &sym_name[..i])
+}
+
+/// Why a function symbol was left out of the table (pahole's
+/// `str_contains_non_fn_suffix`): the text after the first `.` contains one of these.
+pub fn is_non_function_piece(sym_name: &str) -> bool {
+    match sym_name.find('.') {
+        Some(i) => {
+            let s = &sym_name[i..];
+            s.contains(".cold") || s.contains(".part")
+        }
+        None => false,
+    }
+}
+
+/// The function table: one [`ElfFunction`] per base name, sorted by name in byte
+/// order (strcmp), which is also the order pahole emits FUNCs in.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionTable {
+    funcs: Vec<ElfFunction>,
+    /// (address, function index, symbol index), sorted by address then position.
+    by_addr: Vec<(u64, u32, u32)>,
+    /// How many `STT_FUNC` symbols were dropped as `.cold` / `.part` pieces.
+    pieces_skipped: usize,
+}
+
+impl FunctionTable {
+    /// Builds the table from the `STT_FUNC` symbols, given in `.symtab` order.
+    pub fn from_syms(syms: impl IntoIterator<Item = FuncSym>) -> FunctionTable {
+        let mut kept: Vec<Option<FuncSym>> = Vec::new();
+        let mut pieces_skipped = 0;
+        for s in syms {
+            if is_non_function_piece(&s.name) {
+                pieces_skipped += 1;
+            } else {
+                kept.push(Some(s));
+            }
+        }
+        // Sort positions by (base name, position): the same order as a stable sort
+        // by name, which is what glibc's merge-sort qsort gives pahole, without
+        // moving the symbols around.
+        let bases: Vec<&str> = kept
+            .iter()
+            .map(|s| base_name(&s.as_ref().expect("not moved yet").name))
+            .collect();
+        let mut order: Vec<u32> = (0..kept.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| bases[a as usize].cmp(bases[b as usize]).then(a.cmp(&b)));
+        // Where each name's run starts, decided before the symbols are moved out.
+        let starts: Vec<bool> = order
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| k == 0 || bases[order[k - 1] as usize] != bases[i as usize])
+            .collect();
+        drop(bases);
+        let mut funcs: Vec<ElfFunction> = Vec::new();
+        for (&i, &start) in order.iter().zip(&starts) {
+            let sym = kept[i as usize].take().expect("each symbol is moved once");
+            if start {
+                funcs.push(ElfFunction {
+                    syms: vec![sym],
+                    ambiguous_addr: false,
+                });
+            } else {
+                funcs.last_mut().expect("a run has a start").syms.push(sym);
+            }
+        }
+        drop(order);
+        drop(kept);
+        let mut by_addr = Vec::new();
+        for (fi, f) in funcs.iter_mut().enumerate() {
+            f.ambiguous_addr = ambiguous_address(&f.syms);
+            for (si, s) in f.syms.iter().enumerate() {
+                by_addr.push((s.addr, fi as u32, si as u32));
+            }
+        }
+        by_addr.sort_unstable();
+        FunctionTable {
+            funcs,
+            by_addr,
+            pieces_skipped,
+        }
+    }
+
+    /// The number of distinct base names.
+    pub fn len(&self) -> usize {
+        self.funcs.len()
+    }
+
+    /// Whether the table is empty (pahole then falls back to "external functions
+    /// only", see the docs).
+    pub fn is_empty(&self) -> bool {
+        self.funcs.is_empty()
+    }
+
+    /// All functions, sorted by name.
+    pub fn functions(&self) -> &[ElfFunction] {
+        &self.funcs
+    }
+
+    /// The function with this base name, with its index (stable for this table).
+    pub fn find(&self, name: &str) -> Option<(usize, &ElfFunction)> {
+        self.funcs
+            .binary_search_by(|f| f.name().cmp(name))
+            .ok()
+            .map(|i| (i, &self.funcs[i]))
+    }
+
+    /// The function at index `i` (from [`FunctionTable::find`]).
+    pub fn get(&self, i: usize) -> &ElfFunction {
+        &self.funcs[i]
+    }
+
+    /// Every kept symbol at exactly `addr`, as (function, symbol) pairs.
+    pub fn at_addr(&self, addr: u64) -> impl Iterator<Item = (&ElfFunction, &FuncSym)> {
+        let start = self.by_addr.partition_point(|e| e.0 < addr);
+        self.by_addr[start..]
+            .iter()
+            .take_while(move |e| e.0 == addr)
+            .map(|&(_, f, s)| {
+                let f = &self.funcs[f as usize];
+                (f, &f.syms[s as usize])
+            })
+    }
+
+    /// How many `STT_FUNC` symbols were left out as `.cold` / `.part` pieces.
+    pub fn pieces_skipped(&self) -> usize {
+        self.pieces_skipped
+    }
+
+    /// How many symbols the table holds in all.
+    pub fn sym_count(&self) -> usize {
+        self.by_addr.len()
+    }
+}
+
+/// One section header, with the address pahole sees for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionInfo {
+    /// The section index.
+    pub index: u32,
+    /// The section name.
+    pub name: Box<str>,
+    /// `sh_type`.
+    pub sh_type: u32,
+    /// `sh_flags`.
+    pub flags: u64,
+    /// `sh_addr` as stored in the file.
+    pub file_addr: u64,
+    /// The address pahole sees: `sh_addr` for ET_EXEC/ET_DYN, libdwfl's layout
+    /// address for allocated sections of an ET_REL file (0 for the others).
+    pub addr: u64,
+    /// `sh_size`.
+    pub size: u64,
+    /// `sh_addralign`.
+    pub align: u64,
+}
+
+/// One `STT_OBJECT` symbol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectSym {
+    /// The symbol name.
+    pub name: Box<str>,
+    /// The section it is defined in.
+    pub section: u32,
+    /// `st_value`.
+    pub value: u64,
+    /// `st_size`.
+    pub size: u64,
+    /// `STB_LOCAL`, `STB_GLOBAL` or `STB_WEAK`.
+    pub bind: u8,
+}
+
+/// Everything the function/variable/kfunc encoders need from `.symtab` and the
+/// section headers of one input file. Owned, built once, shared read-only.
+#[derive(Clone, Debug)]
+pub struct ElfSymbols {
+    /// The ELF type (`ET_EXEC`, `ET_REL`, …).
+    pub e_type: u16,
+    /// `e_machine`; pahole's parameter-register table depends on it.
+    pub machine: u16,
+    /// The byte order of the file.
+    pub little_endian: bool,
+    /// Whether the file is ELFCLASS64.
+    pub is_64: bool,
+    /// The function table.
+    pub functions: FunctionTable,
+    /// Every section header, by index (index 0 is the null section).
+    pub sections: Vec<SectionInfo>,
+    /// `STT_OBJECT` symbols defined in a section, sorted by (section, name, value).
+    objects: Vec<ObjectSym>,
+}
+
+impl ElfSymbols {
+    /// Reads the symbol table and section headers of the ELF file `data`, which was
+    /// read from `path` (named in errors).
+    pub fn parse(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
+        let kind = FileKind::parse(data)
+            .map_err(|e| Error::file(path, format!("not an ELF file: {e}")))?;
+        match kind {
+            FileKind::Elf32 => parse_elf::<elf::FileHeader32<Endianness>>(path, data),
+            FileKind::Elf64 => parse_elf::<elf::FileHeader64<Endianness>>(path, data),
+            _ => Err(Error::file(path, "not an ELF file")),
+        }
+    }
+
+    /// Whether this is a relocatable object (a kernel module).
+    pub fn is_rel(&self) -> bool {
+        self.e_type == elf::ET_REL
+    }
+
+    /// The section named `name` (the first one, in index order).
+    pub fn section_by_name(&self, name: &str) -> Option<&SectionInfo> {
+        self.sections.iter().find(|s| &*s.name == name)
+    }
+
+    /// The `.data..percpu` section, if the file has one.
+    pub fn percpu_section(&self) -> Option<&SectionInfo> {
+        self.section_by_name(PERCPU_SECTION)
+    }
+
+    /// pahole's `get_elf_section`: the first section (by index, from 1) of type
+    /// PROGBITS or NOBITS whose `[addr, addr + size)` holds `addr`, with addresses
+    /// as pahole sees them ([`SectionInfo::addr`]).
+    pub fn section_for_addr(&self, addr: u64) -> Option<&SectionInfo> {
+        self.sections.iter().skip(1).find(|s| {
+            (s.sh_type == elf::SHT_PROGBITS || s.sh_type == elf::SHT_NOBITS)
+                && s.addr <= addr
+                && addr - s.addr < s.size
+        })
+    }
+
+    /// pahole's `variable_in_sec`: whether an `STT_OBJECT` symbol called `name` is
+    /// defined in section `section`.
+    pub fn has_object_in(&self, name: &str, section: u32) -> bool {
+        let start = self
+            .objects
+            .partition_point(|o| (o.section, &*o.name) < (section, name));
+        self.objects
+            .get(start)
+            .is_some_and(|o| o.section == section && &*o.name == name)
+    }
+
+    /// The `STT_OBJECT` symbols of section `section`, sorted by name then value.
+    pub fn objects_in(&self, section: u32) -> &[ObjectSym] {
+        let start = self.objects.partition_point(|o| o.section < section);
+        let end = self.objects.partition_point(|o| o.section <= section);
+        &self.objects[start..end]
+    }
+}
+
+/// Reads one ELF class/endianness.
+fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
+    let bad = |what: &str, e: object::read::Error| Error::file(path, format!("{what}: {e}"));
+    let header = Elf::parse(data).map_err(|e| bad("bad ELF header", e))?;
+    let endian = header.endian().map_err(|e| bad("bad ELF header", e))?;
+    let e_type = header.e_type(endian);
+    let sections = header
+        .sections(endian, data)
+        .map_err(|e| bad("bad section headers", e))?;
+
+    let mut infos = Vec::with_capacity(sections.len());
+    for (i, sh) in sections.iter().enumerate() {
+        let name = sections
+            .section_name(endian, sh)
+            .map_err(|e| bad("bad section name", e))?;
+        let file_addr: u64 = sh.sh_addr(endian).into();
+        infos.push(SectionInfo {
+            index: i as u32,
+            name: String::from_utf8_lossy(name).into(),
+            sh_type: sh.sh_type(endian),
+            flags: sh.sh_flags(endian).into(),
+            file_addr,
+            addr: file_addr,
+            size: sh.sh_size(endian).into(),
+            align: sh.sh_addralign(endian).into(),
+        });
+    }
+    if e_type == elf::ET_REL {
+        dwfl_rel_layout(&mut infos);
+    }
+
+    let symtab = sections
+        .symbols(endian, data, elf::SHT_SYMTAB)
+        .map_err(|e| bad("bad .symtab", e))?;
+    let mut funcs = Vec::new();
+    let mut objects = Vec::new();
+    for (index, sym) in symtab.enumerate() {
+        let st_type = sym.st_type();
+        if st_type != elf::STT_FUNC && st_type != elf::STT_OBJECT {
+            continue;
+        }
+        let name = symtab
+            .symbol_name(endian, sym)
+            .map_err(|e| bad("bad symbol name", e))?;
+        let section = symtab
+            .symbol_section(endian, sym, index)
+            .map_err(|e| bad("bad symbol section index", e))?
+            .map(|s| s.0 as u32);
+        let name: Box<str> = String::from_utf8_lossy(name).into();
+        let value: u64 = sym.st_value(endian).into();
+        let size: u64 = sym.st_size(endian).into();
+        if st_type == elf::STT_FUNC {
+            // pahole skips only symbols whose name it cannot read; an empty name is
+            // kept (it never matches a DWARF name).
+            funcs.push(FuncSym {
+                name,
+                addr: value,
+                size,
+                section,
+                bind: sym.st_bind(),
+            });
+        } else if let Some(section) = section {
+            objects.push(ObjectSym {
+                name,
+                section,
+                value,
+                size,
+                bind: sym.st_bind(),
+            });
+        }
+    }
+    objects.sort_by(|a, b| (a.section, &a.name, a.value).cmp(&(b.section, &b.name, b.value)));
+
+    Ok(ElfSymbols {
+        e_type,
+        machine: header.e_machine(endian),
+        little_endian: endian == Endianness::Little,
+        is_64: header.is_type_64(),
+        functions: FunctionTable::from_syms(funcs),
+        sections: infos,
+        objects,
+    })
+}
+
+/// Gives the allocated sections of an ET_REL file the addresses libdwfl's
+/// `__libdwfl_report_elf` gives them when pahole reports the module offline: laid
+/// out one after another in index order, each aligned, from 0x10000.
+///
+/// `ld -r` can leave a nonzero `sh_addr` on some sections (kernel modules have
+/// `__patchable_function_entries` at 0x80 and `.data` after it); libdwfl keeps such
+/// an address unless the running layout would need padding before the section, and
+/// that rule is reproduced here step for step, base adjustments included.
+fn dwfl_rel_layout(sections: &mut [SectionInfo]) {
+    let round = |v: u64, a: u64| v.wrapping_add(a - 1) & !(a - 1);
+    let alloc = |s: &SectionInfo| s.flags & u64::from(elf::SHF_ALLOC) != 0;
+    let mut base = round(DWFL_OFFLINE_BASE, DWFL_REL_MIN_ALIGN);
+    let mut start = base;
+    let mut end = base;
+    let mut bias = 0u64;
+    let mut first = true;
+    for i in 1..sections.len() {
+        if !alloc(&sections[i]) {
+            continue;
+        }
+        let align = sections[i].align.max(1);
+        let next = round(end, align);
+        let cur = sections[i].addr;
+        if cur == 0 || (bias == 0 && end > start && end != next) {
+            sections[i].addr = next;
+            if end == base {
+                // The first section placed sets the module's base.
+                start = next;
+                base = next;
+            } else if base & (align - 1) != 0 {
+                // libdwfl restarts the layout from a base aligned for this
+                // section, re-placing every allocated section up to this one.
+                base = round(base, align);
+                start = base;
+                end = base;
+                for p in sections[1..=i].iter_mut().filter(|p| alloc(p)) {
+                    p.addr = round(end, p.align.max(1));
+                    end = p.addr + p.size;
+                }
+                continue;
+            }
+            end = next + sections[i].size;
+        } else {
+            // An address from the file: kept, and only tracked.
+            let top = cur + sections[i].size;
+            if first || end < top {
+                end = top;
+            }
+            if first || bias > cur {
+                bias = cur;
+            }
+            if (cur.wrapping_sub(bias).wrapping_add(base)) & (align - 1) != 0 {
+                base = round(base, align) + (bias & (align - 1));
+            }
+        }
+        first = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sym(name: &str, addr: u64) -> FuncSym {
+        FuncSym {
+            name: name.into(),
+            addr,
+            size: 16,
+            section: Some(1),
+            bind: elf::STB_LOCAL,
+        }
+    }
+
+    #[test]
+    fn pieces_are_dropped_and_suffixes_stripped() {
+        let t = FunctionTable::from_syms([
+            sym("foo", 0x100),
+            sym("foo.cold", 0x900),
+            sym("bar.part.0", 0x200),
+            sym("bar.part.0.isra.0", 0x210),
+            sym("baz.constprop.0.isra.0", 0x300),
+            sym("qux.llvm.123", 0x400),
+        ]);
+        assert_eq!(t.pieces_skipped(), 3);
+        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
+        assert_eq!(names, ["baz", "foo", "qux"]);
+        let (_, baz) = t.find("baz").unwrap();
+        assert!(baz.syms[0].is_optimized_clone());
+        assert!(baz.optimized_symbol_at(0x300));
+        assert!(!baz.optimized_symbol_at(0x301));
+        let (_, qux) = t.find("qux").unwrap();
+        assert!(!qux.syms[0].is_optimized_clone());
+        assert!(t.find("bar").is_none());
+    }
+
+    #[test]
+    fn aliases_group_and_ambiguity_follows_pahole() {
+        let t = FunctionTable::from_syms([
+            sym("a", 0x10),
+            sym("a.isra.0", 0x10),
+            sym("b", 0x20),
+            sym("b.constprop.0", 0x30),
+        ]);
+        assert!(!t.find("a").unwrap().1.ambiguous_addr);
+        assert!(t.find("b").unwrap().1.ambiguous_addr);
+        assert_eq!(t.at_addr(0x10).count(), 2);
+        assert_eq!(
+            t.at_addr(0x30).next().unwrap().1.name.as_ref(),
+            "b.constprop.0"
+        );
+        // pahole's zero-address quirk: 0 first is "unset", 0 last is a mismatch.
+        assert!(!ambiguous_address(&[sym("c", 0), sym("c", 8)]));
+        assert!(ambiguous_address(&[sym("c", 8), sym("c", 0)]));
+    }
+
+    #[test]
+    fn tables_are_shareable_between_workers() {
+        fn shareable<T: Send + Sync + 'static>() {}
+        shareable::<ElfSymbols>();
+        shareable::<crate::kfuncs::Kfuncs>();
+    }
+
+    #[test]
+    fn names_sort_in_byte_order() {
+        let t = FunctionTable::from_syms([sym("b", 1), sym("B", 2), sym("_a", 3), sym("a", 4)]);
+        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
+        assert_eq!(names, ["B", "_a", "a", "b"]);
+    }
+
+    fn sec(index: u32, name: &str, size: u64, align: u64, alloc: bool) -> SectionInfo {
+        SectionInfo {
+            index,
+            name: name.into(),
+            sh_type: elf::SHT_PROGBITS,
+            flags: if alloc { u64::from(elf::SHF_ALLOC) } else { 0 },
+            file_addr: 0,
+            addr: 0,
+            size,
+            align,
+        }
+    }
+
+    #[test]
+    fn rel_layout_packs_allocated_sections() {
+        let mut s = vec![
+            sec(0, "", 0, 0, false),
+            sec(1, ".text", 0x30, 16, true),
+            sec(2, ".debug_info", 0x100, 1, false),
+            sec(3, ".data", 0x8, 8, true),
+            sec(4, ".rodata", 0x5, 32, true),
+        ];
+        dwfl_rel_layout(&mut s);
+        assert_eq!(s[1].addr, 0x10000);
+        assert_eq!(s[2].addr, 0);
+        assert_eq!(s[3].addr, 0x10030);
+        assert_eq!(s[4].addr, 0x10040);
+    }
+
+    #[test]
+    fn rel_layout_restarts_for_a_larger_alignment() {
+        // .a first lands at 0x10000; .b's 0x20000 alignment then moves the base to
+        // 0x20000 and lays everything out again from there.
+        let mut s = vec![
+            sec(0, "", 0, 0, false),
+            sec(1, ".a", 0x10, 0x100, true),
+            sec(2, ".b", 0x10, 0x20000, true),
+        ];
+        dwfl_rel_layout(&mut s);
+        assert_eq!(s[1].addr, 0x20000);
+        assert_eq!(s[2].addr, 0x20000 + 0x20000);
+    }
+}

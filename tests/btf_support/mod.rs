@@ -1,0 +1,149 @@
+//! Shared helpers of the BTF tests: where the pahole references and the corpus are,
+//! and which base each reference file needs.
+#![allow(dead_code)] // each test crate uses a different subset
+
+use dwarf2btf::btf::{read, Btf};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+/// The pahole 1.31 reference folder: `$DWARF2BTF_REFERENCE`, or `shared/` beside the
+/// repository (as in CI), or the workplace's copy.
+pub fn reference_dir() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("DWARF2BTF_REFERENCE").map(PathBuf::from),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/pahole-1.31")),
+        Some(PathBuf::from("/work/shared/reference/pahole-1.31")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("README.md").is_file())
+}
+
+/// The unpacked corpus folder (`$DWARF2BTF_CORPUS`, or unpack.sh's default).
+pub fn corpus_dir() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("DWARF2BTF_CORPUS").map(PathBuf::from),
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/dwarf2btf-corpus")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|d| d.join("vmlinux").is_file())
+}
+
+/// The corpus vmlinux, if unpacked.
+pub fn vmlinux() -> Option<PathBuf> {
+    corpus_dir().map(|d| d.join("vmlinux"))
+}
+
+/// The `.BTF` of the corpus vmlinux, read once per test binary.
+pub fn vmlinux_btf() -> Option<Arc<Btf>> {
+    static BTF: OnceLock<Option<Arc<Btf>>> = OnceLock::new();
+    BTF.get_or_init(|| {
+        vmlinux().map(|v| Arc::new(read::read_file_checked(&v, None).expect("vmlinux .BTF")))
+    })
+    .clone()
+}
+
+/// Whether `bpftool` can be run.
+pub fn have_bpftool() -> bool {
+    Command::new("bpftool")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// One BTF file to test, with the base it needs (if split).
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The BTF file (raw or ELF).
+    pub file: PathBuf,
+    /// Its base (raw or ELF), for split BTF.
+    pub base: Option<PathBuf>,
+}
+
+/// Every reference file with its base: the matching `.distilled.BTF.base` for a
+/// `.distilled.BTF`, the corpus vmlinux for a module's `.kernel-flags.btf` (skipped
+/// with a message when the corpus is absent). Sorted by name.
+pub fn reference_cases() -> Vec<Case> {
+    let Some(dir) = reference_dir() else {
+        eprintln!("SKIP: pahole reference folder not found (set DWARF2BTF_REFERENCE)");
+        return Vec::new();
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("read reference dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    let mut cases = Vec::new();
+    for n in names {
+        let file = dir.join(&n);
+        if n.ends_with(".distilled.BTF") {
+            cases.push(Case {
+                base: Some(dir.join(format!("{n}.base"))),
+                file,
+            });
+        } else if n.ends_with(".BTF.base") || n.starts_with("vmlinux") && n.ends_with(".btf") {
+            cases.push(Case { file, base: None });
+        } else if n.ends_with(".kernel-flags.btf") {
+            match vmlinux() {
+                Some(v) => cases.push(Case {
+                    file,
+                    base: Some(v),
+                }),
+                None => eprintln!("SKIP {n}: corpus vmlinux absent (set DWARF2BTF_CORPUS)"),
+            }
+        }
+    }
+    cases
+}
+
+/// The corpus files themselves (vmlinux, and the modules over it), if unpacked.
+pub fn corpus_cases() -> Vec<Case> {
+    let Some(dir) = corpus_dir() else {
+        eprintln!("SKIP: corpus not unpacked (set DWARF2BTF_CORPUS)");
+        return Vec::new();
+    };
+    let v = dir.join("vmlinux");
+    let mut cases = vec![Case {
+        file: v.clone(),
+        base: None,
+    }];
+    for m in ["nf_tables", "nf_conntrack", "vsock_loopback"] {
+        let f = dir.join(format!("{m}.ko"));
+        if f.is_file() {
+            cases.push(Case {
+                file: f,
+                base: Some(v.clone()),
+            });
+        }
+    }
+    cases
+}
+
+/// A small xorshift64* generator: deterministic, seedable, no dependency.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a non-zero seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}

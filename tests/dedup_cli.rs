@@ -1,0 +1,83 @@
+//! The `dwarf2btf dedup` subcommand: whole and split, output equal to libbpf's,
+//! errors naming the file.
+
+mod dedup_util;
+
+use dedup_util::*;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
+}
+
+#[test]
+fn dedup_whole_and_split_equal_libbpf() {
+    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+        return;
+    };
+    let dir = scratch("cli");
+    let input = refs.join("vmlinux-cloud.no-flags.btf");
+    let out = dir.join("out.btf");
+    let st = bin()
+        .arg("dedup")
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("run dwarf2btf");
+    assert!(st.success());
+    let want = libbpf_dedup(&input, None, &dir.join("libbpf.btf"));
+    assert!(
+        std::fs::read(&out).unwrap() == want,
+        "whole dedup differs from libbpf"
+    );
+
+    // Split, with the base given as the vmlinux ELF file itself (its .BTF section).
+    let input = refs.join("vsock_loopback.kernel-flags.btf");
+    let vmlinux = corpus.join("vmlinux");
+    let st = bin()
+        .arg("dedup")
+        .arg(&input)
+        .arg("--base-btf")
+        .arg(&vmlinux)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("run dwarf2btf");
+    assert!(st.success());
+    let (_, base_path) = vmlinux_base(&corpus, &dir);
+    let want = libbpf_dedup(&input, Some(&base_path), &dir.join("libbpf.btf"));
+    assert!(
+        std::fs::read(&out).unwrap() == want,
+        "split dedup differs from libbpf"
+    );
+}
+
+#[test]
+fn dedup_errors_name_the_problem_and_leave_no_output() {
+    let dir = scratch("cli-errors");
+    let out = dir.join("out.btf");
+    let res = bin()
+        .args(["dedup", "x.btf"])
+        .output()
+        .expect("run dwarf2btf");
+    assert!(!res.status.success());
+    assert!(String::from_utf8_lossy(&res.stderr).contains("-o OUT"));
+
+    let bad = dir.join("bad.btf");
+    std::fs::write(&bad, b"\x9f\xeb\x01\x00garbage").unwrap();
+    let res = bin()
+        .arg("dedup")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("run dwarf2btf");
+    assert!(!res.status.success());
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        err.contains("bad.btf"),
+        "error does not name the file: {err}"
+    );
+    assert!(!out.exists(), "an output file was left behind");
+}
