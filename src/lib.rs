@@ -8,11 +8,15 @@
 pub mod btf;
 pub mod cli;
 pub mod dedup;
+pub mod dwarf;
+pub mod elf;
 pub mod elf_write;
+pub mod encode;
 mod error;
 pub mod kfuncs;
 pub mod mmap;
 pub mod output;
+pub mod pipeline;
 pub mod symbols;
 
 pub use error::{Error, Result};

@@ -1,0 +1,438 @@
+//! A lean DIE reader for the hot loop: walks a unit's DIE bytes directly, skipping
+//! the attributes it does not need by precomputed sizes and decoding only the few
+//! forms the type encoder reads.
+//!
+//! gimli still parses the unit headers and the abbreviation tables; this module
+//! replaces only gimli's per-attribute decoding, which built a full `AttributeValue`
+//! for every attribute of every DIE and was the largest cost of a vmlinux run.
+
+use super::types::Name;
+use gimli::constants::*;
+use gimli::DwForm;
+
+/// A decoding error: where and what.
+#[derive(Debug)]
+pub struct DieError(pub String);
+
+impl std::fmt::Display for DieError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+type Result<T> = std::result::Result<T, DieError>;
+
+fn eof() -> DieError {
+    DieError("unexpected end of DIE data".into())
+}
+
+/// A cursor over bytes with the unit's byte order.
+#[derive(Clone, Copy)]
+pub struct Cur<'i> {
+    buf: &'i [u8],
+    pos: usize,
+    little: bool,
+}
+
+impl<'i> Cur<'i> {
+    /// A cursor at the start of `buf`.
+    pub fn new(buf: &'i [u8], little: bool) -> Cur<'i> {
+        Cur {
+            buf,
+            pos: 0,
+            little,
+        }
+    }
+
+    /// Current position.
+    #[inline]
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// Whether all bytes are read.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Result<&'i [u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.buf.len())
+            .ok_or_else(eof)?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    /// Skips `n` bytes.
+    #[inline]
+    pub fn skip_bytes(&mut self, n: usize) -> Result<()> {
+        self.skip(n)
+    }
+
+    #[inline]
+    fn skip(&mut self, n: usize) -> Result<()> {
+        self.take(n).map(|_| ())
+    }
+
+    #[inline]
+    fn uint(&mut self, n: usize) -> Result<u64> {
+        let b = self.take(n)?;
+        let mut v = 0u64;
+        if self.little {
+            for &x in b.iter().rev() {
+                v = v << 8 | x as u64;
+            }
+        } else {
+            for &x in b {
+                v = v << 8 | x as u64;
+            }
+        }
+        Ok(v)
+    }
+
+    /// An unsigned LEB128.
+    #[inline]
+    pub fn uleb(&mut self) -> Result<u64> {
+        let mut v = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let &b = self.buf.get(self.pos).ok_or_else(eof)?;
+            self.pos += 1;
+            if shift < 64 {
+                v |= ((b & 0x7f) as u64) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+    }
+
+    /// A signed LEB128.
+    #[inline]
+    fn sleb(&mut self) -> Result<i64> {
+        let mut v = 0i64;
+        let mut shift = 0u32;
+        loop {
+            let &b = self.buf.get(self.pos).ok_or_else(eof)?;
+            self.pos += 1;
+            if shift < 64 {
+                v |= ((b & 0x7f) as i64) << shift;
+            }
+            shift += 7;
+            if b & 0x80 == 0 {
+                if shift < 64 && b & 0x40 != 0 {
+                    v |= -1i64 << shift;
+                }
+                return Ok(v);
+            }
+        }
+    }
+
+    /// A NUL-terminated string (without the NUL).
+    #[inline]
+    fn cstr(&mut self) -> Result<&'i [u8]> {
+        let rest = &self.buf[self.pos.min(self.buf.len())..];
+        let n = rest.iter().position(|&b| b == 0).ok_or_else(eof)?;
+        self.pos += n + 1;
+        Ok(&rest[..n])
+    }
+}
+
+/// The NUL-terminated string at `off` of a string section (not measured yet).
+#[inline]
+pub fn str_at(sec: &[u8], off: u64) -> Result<Name<'_>> {
+    usize::try_from(off)
+        .ok()
+        .and_then(|o| sec.get(o..))
+        .filter(|rest| !rest.is_empty())
+        .map(Name::new)
+        .ok_or_else(|| DieError(format!("string offset {off:#x} out of range")))
+}
+
+/// A decoded attribute value: only the shapes the encoder reads.
+#[derive(Clone, Copy, Debug)]
+pub enum Val<'i> {
+    /// `data1/2/4/8`, `udata`, a flag: zero-extended.
+    U(u64),
+    /// `sdata`, `implicit_const`: sign-extended.
+    S(i64),
+    /// A reference within the unit (unit offset).
+    Ref(u64),
+    /// A string.
+    Str(Name<'i>),
+    /// A `DW_OP_*` expression.
+    Expr(&'i [u8]),
+    /// A reference outside the unit (`ref_addr`, `ref_sig8`, supplementary refs).
+    FarRef,
+    /// A form we do not interpret (block, address …).
+    Other,
+}
+
+/// What a unit's attribute forms need to be decoded.
+#[derive(Clone, Copy)]
+pub struct UnitEnc<'i> {
+    /// Byte order.
+    pub little: bool,
+    /// 4 (32-bit DWARF) or 8 (64-bit DWARF).
+    pub offset_size: u8,
+    /// Address size.
+    pub addr_size: u8,
+    /// DWARF version.
+    pub version: u16,
+    /// `.debug_str`.
+    pub debug_str: &'i [u8],
+    /// `.debug_line_str`.
+    pub line_str: &'i [u8],
+    /// `.debug_str_offsets`.
+    pub str_offsets: &'i [u8],
+    /// `DW_AT_str_offsets_base` of the unit.
+    pub str_offsets_base: u64,
+}
+
+impl<'i> UnitEnc<'i> {
+    /// Size of a form with a fixed size, or None if it varies.
+    pub fn fixed_size(&self, form: DwForm) -> Option<u8> {
+        Some(match form {
+            DW_FORM_addr => self.addr_size,
+            DW_FORM_data1 | DW_FORM_ref1 | DW_FORM_flag | DW_FORM_strx1 | DW_FORM_addrx1 => 1,
+            DW_FORM_data2 | DW_FORM_ref2 | DW_FORM_strx2 | DW_FORM_addrx2 => 2,
+            DW_FORM_strx3 | DW_FORM_addrx3 => 3,
+            DW_FORM_data4 | DW_FORM_ref4 | DW_FORM_strx4 | DW_FORM_addrx4 | DW_FORM_ref_sup4 => 4,
+            DW_FORM_data8 | DW_FORM_ref8 | DW_FORM_ref_sig8 | DW_FORM_ref_sup8 => 8,
+            DW_FORM_data16 => 16,
+            DW_FORM_flag_present | DW_FORM_implicit_const => 0,
+            DW_FORM_strp | DW_FORM_line_strp | DW_FORM_sec_offset | DW_FORM_strp_sup
+            | DW_FORM_GNU_ref_alt | DW_FORM_GNU_strp_alt => self.offset_size,
+            DW_FORM_ref_addr => {
+                if self.version <= 2 {
+                    self.addr_size
+                } else {
+                    self.offset_size
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// Skips one attribute of a variable-size form.
+    pub fn skip(&self, c: &mut Cur<'i>, form: DwForm) -> Result<()> {
+        if let Some(n) = self.fixed_size(form) {
+            return c.skip(n as usize);
+        }
+        match form {
+            DW_FORM_udata
+            | DW_FORM_sdata
+            | DW_FORM_ref_udata
+            | DW_FORM_strx
+            | DW_FORM_addrx
+            | DW_FORM_loclistx
+            | DW_FORM_rnglistx
+            | DW_FORM_GNU_addr_index
+            | DW_FORM_GNU_str_index => c.uleb().map(|_| ()),
+            DW_FORM_string => c.cstr().map(|_| ()),
+            DW_FORM_block1 => {
+                let n = c.uint(1)?;
+                c.skip(n as usize)
+            }
+            DW_FORM_block2 => {
+                let n = c.uint(2)?;
+                c.skip(n as usize)
+            }
+            DW_FORM_block4 => {
+                let n = c.uint(4)?;
+                c.skip(n as usize)
+            }
+            DW_FORM_block | DW_FORM_exprloc => {
+                let n = c.uleb()?;
+                c.skip(usize::try_from(n).map_err(|_| eof())?)
+            }
+            DW_FORM_indirect => {
+                let f = c.uleb()?;
+                self.skip(c, DwForm(f as u16))
+            }
+            _ => Err(DieError(format!("unknown attribute form {:#x}", form.0))),
+        }
+    }
+
+    /// Decodes one attribute.
+    pub fn read(&self, c: &mut Cur<'i>, form: DwForm, implicit: i64) -> Result<Val<'i>> {
+        Ok(match form {
+            DW_FORM_data1 | DW_FORM_flag => Val::U(c.uint(1)?),
+            DW_FORM_data2 => Val::U(c.uint(2)?),
+            DW_FORM_data4 => Val::U(c.uint(4)?),
+            DW_FORM_data8 => Val::U(c.uint(8)?),
+            DW_FORM_udata => Val::U(c.uleb()?),
+            DW_FORM_sec_offset => Val::U(c.uint(self.offset_size as usize)?),
+            DW_FORM_sdata => Val::S(c.sleb()?),
+            DW_FORM_implicit_const => Val::S(implicit),
+            DW_FORM_flag_present => Val::U(1),
+            DW_FORM_ref1 => Val::Ref(c.uint(1)?),
+            DW_FORM_ref2 => Val::Ref(c.uint(2)?),
+            DW_FORM_ref4 => Val::Ref(c.uint(4)?),
+            DW_FORM_ref8 => Val::Ref(c.uint(8)?),
+            DW_FORM_ref_udata => Val::Ref(c.uleb()?),
+            DW_FORM_ref_addr | DW_FORM_ref_sig8 | DW_FORM_ref_sup4 | DW_FORM_ref_sup8
+            | DW_FORM_GNU_ref_alt => {
+                self.skip(c, form)?;
+                Val::FarRef
+            }
+            DW_FORM_string => Val::Str(Name::new(c.cstr()?)),
+            DW_FORM_strp => {
+                let off = c.uint(self.offset_size as usize)?;
+                Val::Str(str_at(self.debug_str, off)?)
+            }
+            DW_FORM_line_strp => {
+                let off = c.uint(self.offset_size as usize)?;
+                Val::Str(str_at(self.line_str, off)?)
+            }
+            DW_FORM_strx | DW_FORM_GNU_str_index => {
+                let i = c.uleb()?;
+                Val::Str(self.strx(i)?)
+            }
+            DW_FORM_strx1 => Val::Str(self.strx(c.uint(1)?)?),
+            DW_FORM_strx2 => Val::Str(self.strx(c.uint(2)?)?),
+            DW_FORM_strx3 => Val::Str(self.strx(c.uint(3)?)?),
+            DW_FORM_strx4 => Val::Str(self.strx(c.uint(4)?)?),
+            DW_FORM_exprloc => {
+                let n = c.uleb()?;
+                Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
+            }
+            DW_FORM_indirect => {
+                let f = c.uleb()?;
+                return self.read(c, DwForm(f as u16), implicit);
+            }
+            _ => {
+                self.skip(c, form)?;
+                Val::Other
+            }
+        })
+    }
+
+    /// The string at index `i` of the unit's string offsets table.
+    fn strx(&self, i: u64) -> Result<Name<'i>> {
+        let at = i
+            .checked_mul(self.offset_size as u64)
+            .and_then(|x| x.checked_add(self.str_offsets_base))
+            .and_then(|x| usize::try_from(x).ok())
+            .ok_or_else(|| DieError(format!("string index {i} out of range")))?;
+        let mut c = Cur::new(self.str_offsets, self.little);
+        c.skip(at)
+            .map_err(|_| DieError(format!("string index {i} out of range")))?;
+        let off = c.uint(self.offset_size as usize)?;
+        str_at(self.debug_str, off)
+    }
+}
+
+/// One step of reading a DIE's attributes.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// Skip this many bytes (a run of fixed-size attributes).
+    Skip(u32),
+    /// Skip one attribute of a variable-size form.
+    SkipForm(DwForm),
+    /// Decode one attribute: name, form, implicit constant.
+    Read(DwAt, DwForm, i64),
+}
+
+/// One abbreviation, ready for the hot loop.
+pub struct Plan {
+    /// The DIE tag.
+    pub tag: DwTag,
+    /// Whether children follow.
+    pub has_children: bool,
+    /// Total size when every form is fixed-size: such DIEs are skipped in one step.
+    pub fixed: Option<u32>,
+    /// The steps to skip the whole DIE.
+    pub skip_ops: Box<[Op]>,
+    /// The steps to read the attributes `needed` selects and skip the others.
+    pub read_ops: Box<[Op]>,
+}
+
+impl Plan {
+    /// The plan for a gimli abbreviation; `needed` selects the attributes to decode.
+    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
+        let specs: Vec<(DwAt, DwForm, i64)> = a
+            .attributes()
+            .iter()
+            .map(|s| (s.name(), s.form(), s.implicit_const_value().unwrap_or(0)))
+            .collect();
+        let fixed = specs
+            .iter()
+            .try_fold(0u32, |n, s| enc.fixed_size(s.1).map(|k| n + k as u32));
+        let ops = |read: fn(DwAt) -> bool| -> Box<[Op]> {
+            let mut out: Vec<Op> = Vec::with_capacity(specs.len());
+            for &(name, form, implicit) in &specs {
+                if read(name) {
+                    out.push(Op::Read(name, form, implicit));
+                    continue;
+                }
+                match (enc.fixed_size(form), out.last_mut()) {
+                    (Some(0), _) => {}
+                    (Some(n), Some(Op::Skip(k))) => *k += n as u32,
+                    (Some(n), _) => out.push(Op::Skip(n as u32)),
+                    (None, _) => out.push(Op::SkipForm(form)),
+                }
+            }
+            out.into_boxed_slice()
+        };
+        Plan {
+            tag: a.tag(),
+            has_children: a.has_children(),
+            fixed,
+            skip_ops: ops(|_| false),
+            read_ops: ops(needed),
+        }
+    }
+
+    /// Skips all attributes of a DIE with this plan.
+    #[inline]
+    pub fn skip_all<'i>(&self, enc: &UnitEnc<'i>, c: &mut Cur<'i>) -> Result<()> {
+        if let Some(n) = self.fixed {
+            return c.skip(n as usize);
+        }
+        for op in self.skip_ops.iter() {
+            match *op {
+                Op::Skip(n) => c.skip(n as usize)?,
+                Op::SkipForm(form) => enc.skip(c, form)?,
+                Op::Read(_, form, _) => enc.skip(c, form)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leb128() {
+        let mut c = Cur::new(&[0xe5, 0x8e, 0x26, 0x7f, 0x80, 0x7f], true);
+        assert_eq!(c.uleb().unwrap(), 624485);
+        assert_eq!(c.sleb().unwrap(), -1);
+        assert_eq!(c.sleb().unwrap(), -128);
+        assert!(c.is_empty());
+        assert!(c.uleb().is_err());
+    }
+
+    #[test]
+    fn strings_and_bounds() {
+        let sec = b"int\0long\0";
+        assert_eq!(str_at(sec, 4).unwrap().bytes(), b"long");
+        assert!(str_at(sec, 4).unwrap().is(b"long"));
+        assert!(!str_at(sec, 4).unwrap().is(b"lon"));
+        assert!(!str_at(sec, 0).unwrap().is(b"in"));
+        assert!(str_at(sec, 0).unwrap().is(b"int"));
+        assert!(str_at(sec, 9).is_err());
+        assert_eq!(str_at(b"abc", 0).unwrap().bytes(), b"abc");
+        assert!(str_at(sec, 3).unwrap().is_empty());
+        let mut c = Cur::new(&[1, 2], true);
+        assert!(c.uint(4).is_err());
+    }
+}

@@ -1,0 +1,154 @@
+//! DWARF input: the list of compile units of an ELF file and parsing one unit's
+//! type DIEs into its arena ([`types::CuTypes`]).
+//!
+//! Each unit is parsed on its own, from shared read-only section data, so units can
+//! be parsed in any order and on any thread; the encoder consumes them in unit order.
+
+#[allow(non_upper_case_globals)] // gimli names DWARF constants as the spec does
+pub mod die;
+#[allow(non_upper_case_globals)]
+pub mod types;
+
+use crate::elf::ElfInput;
+use crate::Error;
+use gimli::{EndianSlice, RunTimeEndian};
+
+/// The reader every DWARF section is read through: a slice of the input.
+pub type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
+
+/// The DWARF of one input file: its sections and the headers of its units.
+pub struct DwarfInput<'a> {
+    /// The gimli view of the sections.
+    pub dwarf: gimli::Dwarf<Reader<'a>>,
+    /// The unit headers of `.debug_info`, in section order.
+    pub units: Vec<gimli::UnitHeader<Reader<'a>>>,
+    /// The file, for error messages.
+    pub input: &'a ElfInput,
+}
+
+impl<'a> DwarfInput<'a> {
+    /// Loads the sections of `input` and lists its compile units.
+    pub fn new(input: &'a ElfInput) -> Result<DwarfInput<'a>, Error> {
+        let endian = if input.is_little_endian() {
+            RunTimeEndian::Little
+        } else {
+            RunTimeEndian::Big
+        };
+        let load = |id: gimli::SectionId| -> Result<Reader<'a>, Error> {
+            Ok(EndianSlice::new(input.section(id.name()), endian))
+        };
+        if !input.section(".debug_types").is_empty() {
+            // DWARF 4 type units: the units refer to their types by signature.
+            return Err(Error::file(
+                input.path(),
+                "DWARF 4 type units (.debug_types, -fdebug-types-section) are not supported",
+            ));
+        }
+        let mut dwarf = gimli::Dwarf::load(load)?;
+        dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
+        let mut units = Vec::new();
+        let mut iter = dwarf.units();
+        loop {
+            match iter.next() {
+                Ok(Some(h)) => units.push(h),
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(Error::file(
+                        input.path(),
+                        format!(
+                            "bad .debug_info unit header after {} units: {e}",
+                            units.len()
+                        ),
+                    ))
+                }
+            }
+        }
+        if units.is_empty() {
+            return Err(Error::file(input.path(), "no compile units in .debug_info"));
+        }
+        Ok(DwarfInput {
+            dwarf,
+            units,
+            input,
+        })
+    }
+
+    /// Number of units.
+    pub fn unit_count(&self) -> usize {
+        self.units.len()
+    }
+
+    /// An error about unit `idx` of this file.
+    pub fn unit_error(&self, idx: usize, e: impl std::fmt::Display) -> Error {
+        let off = self.units[idx]
+            .offset()
+            .as_debug_info_offset()
+            .map_or(0, |o| o.0);
+        Error::file(
+            self.input.path(),
+            format!("DWARF unit {idx} at .debug_info+{off:#x}: {e}"),
+        )
+    }
+}
+
+/// Languages by the names pahole's `--lang_exclude` accepts (the `DW_LANG_` suffix,
+/// lower case), with their DWARF codes.
+const LANGS: &[(&str, u16)] = &[
+    ("c89", 0x01),
+    ("c", 0x02),
+    ("ada83", 0x03),
+    ("c_plus_plus", 0x04),
+    ("cobol74", 0x05),
+    ("cobol85", 0x06),
+    ("fortran77", 0x07),
+    ("fortran90", 0x08),
+    ("pascal83", 0x09),
+    ("modula2", 0x0a),
+    ("java", 0x0b),
+    ("c99", 0x0c),
+    ("ada95", 0x0d),
+    ("fortran95", 0x0e),
+    ("pli", 0x0f),
+    ("objc", 0x10),
+    ("objc_plus_plus", 0x11),
+    ("upc", 0x12),
+    ("d", 0x13),
+    ("python", 0x14),
+    ("opencl", 0x15),
+    ("go", 0x16),
+    ("modula3", 0x17),
+    ("haskell", 0x18),
+    ("c_plus_plus_03", 0x19),
+    ("c_plus_plus_11", 0x1a),
+    ("ocaml", 0x1b),
+    ("rust", 0x1c),
+    ("c11", 0x1d),
+    ("swift", 0x1e),
+    ("julia", 0x1f),
+    ("dylan", 0x20),
+    ("c_plus_plus_14", 0x21),
+    ("fortran03", 0x22),
+    ("fortran08", 0x23),
+    ("renderscript", 0x24),
+    ("bliss", 0x25),
+    ("mips_assembler", 0x8001),
+];
+
+/// The DWARF language code for a `--lang_exclude` name, if known.
+pub fn lang_code(name: &str) -> Option<u16> {
+    let n = name.trim().to_ascii_lowercase();
+    let n = n.strip_prefix("dw_lang_").unwrap_or(&n);
+    LANGS.iter().find(|(l, _)| *l == n).map(|&(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lang_names() {
+        assert_eq!(lang_code("rust"), Some(0x1c));
+        assert_eq!(lang_code("DW_LANG_C89"), Some(0x01));
+        assert_eq!(lang_code("klingon"), None);
+    }
+}

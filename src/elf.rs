@@ -1,0 +1,244 @@
+//! The input ELF file: mapped once with `memmap2`, its debug sections located, and
+//! made ready for DWARF parsing.
+//!
+//! Sections of a linked image (vmlinux) are used in place, straight from the mapping.
+//! Two cases need an owned copy: compressed sections (`SHF_COMPRESSED`, zlib or zstd)
+//! are inflated, and the `.debug_*` sections of a relocatable object (a kernel module)
+//! get their `.rela.debug_*` relocations applied, because until then every string or
+//! section offset in them reads as zero.
+
+use crate::Error;
+use object::{
+    Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationKind, RelocationTarget,
+};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The DWARF sections we read; each is located once when the file is opened.
+const DEBUG_SECTIONS: &[&str] = &[
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_str",
+    ".debug_str_offsets",
+    ".debug_line",
+    ".debug_line_str",
+    ".debug_addr",
+    ".debug_rnglists",
+    ".debug_ranges",
+    ".debug_loclists",
+    ".debug_loc",
+    ".debug_types",
+];
+
+/// Where a section's bytes live.
+enum SectionData {
+    /// A range of the mapped file, used in place.
+    Mapped { start: usize, len: usize },
+    /// Inflated or relocated bytes.
+    Owned(Vec<u8>),
+}
+
+/// An opened input ELF file.
+pub struct ElfInput {
+    path: PathBuf,
+    map: memmap2::Mmap,
+    sections: HashMap<&'static str, SectionData>,
+    little_endian: bool,
+    relocatable: bool,
+}
+
+impl ElfInput {
+    /// Maps `path` and prepares its debug sections. Fails with an error naming the
+    /// file if it cannot be read, is not an ELF file, or has no `.debug_info`.
+    pub fn open(path: &Path) -> Result<ElfInput, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: the mapping is read-only and private; we only read it. If another
+        // process truncates the file while we run we may get SIGBUS, as every tool
+        // that maps its input (pahole through libelf included) may.
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let data: &[u8] = &map;
+        if data.len() < 4 || data[..4] != *b"\x7fELF" {
+            return Err(Error::file(path, "not an ELF file"));
+        }
+        let obj = object::File::parse(data)
+            .map_err(|e| Error::file(path, format!("cannot parse ELF: {e}")))?;
+        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
+        let little_endian = obj.is_little_endian();
+        let mut sections = HashMap::new();
+        for &name in DEBUG_SECTIONS {
+            let Some(sec) = obj.section_by_name(name) else {
+                continue;
+            };
+            let sd = load_section(&obj, &sec, data, relocatable, little_endian)
+                .map_err(|msg| Error::file(path, format!("section {name}: {msg}")))?;
+            sections.insert(name, sd);
+        }
+        drop(obj);
+        let input = ElfInput {
+            path: path.to_path_buf(),
+            map,
+            sections,
+            little_endian,
+            relocatable,
+        };
+        if input.section(".debug_info").is_empty() {
+            return Err(Error::file(
+                path,
+                "no DWARF debug information (.debug_info is missing or empty)",
+            ));
+        }
+        Ok(input)
+    }
+
+    /// The file this was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file is little-endian.
+    pub fn is_little_endian(&self) -> bool {
+        self.little_endian
+    }
+
+    /// Whether the file is a relocatable object (a kernel module).
+    pub fn is_relocatable(&self) -> bool {
+        self.relocatable
+    }
+
+    /// The (uncompressed, relocated) bytes of a debug section; empty if absent.
+    pub fn section(&self, name: &str) -> &[u8] {
+        match self.sections.get(name) {
+            Some(SectionData::Mapped { start, len }) => &self.map[*start..*start + *len],
+            Some(SectionData::Owned(v)) => v,
+            None => &[],
+        }
+    }
+
+    /// The whole mapped file.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+/// Loads one section: in place when possible, otherwise an owned, inflated and
+/// relocated copy.
+fn load_section(
+    obj: &object::File<'_>,
+    sec: &object::Section<'_, '_>,
+    file: &[u8],
+    relocatable: bool,
+    little_endian: bool,
+) -> Result<SectionData, String> {
+    let compressed = sec
+        .compressed_file_range()
+        .map_err(|e| e.to_string())?
+        .format
+        != object::CompressionFormat::None;
+    let has_relocs = relocatable && sec.relocations().next().is_some();
+    if !compressed && !has_relocs {
+        let Some((off, size)) = sec.file_range() else {
+            // SHT_NOBITS: no bytes in the file.
+            return Ok(SectionData::Owned(Vec::new()));
+        };
+        let (start, len) = (off as usize, size as usize);
+        if start.checked_add(len).is_none_or(|end| end > file.len()) {
+            return Err("extends past the end of the file (truncated?)".into());
+        }
+        return Ok(SectionData::Mapped { start, len });
+    }
+    let mut bytes = sec
+        .uncompressed_data()
+        .map_err(|e| e.to_string())?
+        .into_owned();
+    if has_relocs {
+        apply_relocations(obj, sec, &mut bytes, little_endian)?;
+    }
+    Ok(SectionData::Owned(bytes))
+}
+
+/// Applies the absolute relocations of a debug section of a relocatable object
+/// (`S + A`, 32 or 64 bits): string offsets, section offsets and addresses.
+fn apply_relocations(
+    obj: &object::File<'_>,
+    sec: &object::Section<'_, '_>,
+    bytes: &mut [u8],
+    little_endian: bool,
+) -> Result<(), String> {
+    for (offset, reloc) in sec.relocations() {
+        if reloc.kind() != RelocationKind::Absolute {
+            if matches!(reloc.flags(), RelocationFlags::Elf { r_type: 0 }) {
+                continue; // R_*_NONE
+            }
+            return Err(format!(
+                "unsupported relocation {:?} at {offset:#x}",
+                reloc.flags()
+            ));
+        }
+        let sym_value = match reloc.target() {
+            RelocationTarget::Symbol(idx) => obj
+                .symbol_by_index(idx)
+                .map_err(|e| format!("relocation at {offset:#x}: {e}"))?
+                .address(),
+            RelocationTarget::Absolute => 0,
+            _ => {
+                return Err(format!(
+                    "relocation at {offset:#x} has an unsupported target"
+                ))
+            }
+        };
+        let size = reloc.size() as usize / 8;
+        let at = offset as usize;
+        let slot = bytes
+            .get_mut(at..at.saturating_add(size))
+            .filter(|s| s.len() == size && (size == 4 || size == 8))
+            .ok_or_else(|| format!("relocation at {offset:#x} is out of range"))?;
+        let implicit = if reloc.has_implicit_addend() {
+            read_uint(slot, little_endian)
+        } else {
+            0
+        };
+        let value = sym_value
+            .wrapping_add(reloc.addend() as u64)
+            .wrapping_add(implicit);
+        write_uint(slot, value, little_endian);
+    }
+    Ok(())
+}
+
+fn read_uint(slot: &[u8], le: bool) -> u64 {
+    let mut v = 0u64;
+    for i in 0..slot.len() {
+        let b = if le {
+            slot[slot.len() - 1 - i]
+        } else {
+            slot[i]
+        };
+        v = v << 8 | b as u64;
+    }
+    v
+}
+
+fn write_uint(slot: &mut [u8], mut v: u64, le: bool) {
+    let n = slot.len();
+    for i in 0..n {
+        let idx = if le { i } else { n - 1 - i };
+        slot[idx] = v as u8;
+        v >>= 8;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uint_round_trip() {
+        let mut b = [0u8; 4];
+        write_uint(&mut b, 0x1234_5678, true);
+        assert_eq!(b, [0x78, 0x56, 0x34, 0x12]);
+        assert_eq!(read_uint(&b, true), 0x1234_5678);
+        write_uint(&mut b, 0x1234_5678, false);
+        assert_eq!(b, [0x12, 0x34, 0x56, 0x78]);
+        assert_eq!(read_uint(&b, false), 0x1234_5678);
+    }
+}

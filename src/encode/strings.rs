@@ -1,0 +1,138 @@
+//! The string index of the BTF being built: each distinct name is stored once.
+
+use crate::btf::{Btf, StrOffset};
+use crate::dwarf::types::Name;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Maps each name already in the BTF's string section to its offset.
+///
+/// Names usually come straight from the input's `.debug_str`, where the linker has
+/// merged equal strings, so the same name is almost always the same address: a
+/// first lookup by address (no hashing or comparing of bytes) answers most calls.
+/// Addresses are only compared, never dereferenced, and the input stays mapped for
+/// the whole run, so an address cannot be reused for another string.
+pub struct StrIndex {
+    map: HashMap<Box<[u8]>, StrOffset, BuildHasherDefault<FxHasher>>,
+    /// A direct-mapped cache by address, small enough to stay in the CPU cache:
+    /// (address, backing length, offset).
+    recent: Box<[(usize, usize, u32)]>,
+}
+
+/// log2 of the number of entries of the address cache.
+const RECENT_BITS: u32 = 16;
+
+impl Default for StrIndex {
+    fn default() -> Self {
+        StrIndex {
+            map: HashMap::default(),
+            recent: vec![(0, 0, 0); 1 << RECENT_BITS].into_boxed_slice(),
+        }
+    }
+}
+
+impl StrIndex {
+    /// Touches the cache slots of `names` before they are interned one by one: the
+    /// loads are independent, so the CPU overlaps their cache misses instead of
+    /// waiting for each in turn.
+    #[inline]
+    pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
+        let mut acc = 0usize;
+        for name in names {
+            let slot = (name.key().0 as u64).wrapping_mul(SEED) >> (64 - RECENT_BITS);
+            acc ^= self.recent[slot as usize].0;
+        }
+        std::hint::black_box(acc);
+    }
+
+    /// The offset of `s`, appending it to `btf`'s strings the first time.
+    pub fn intern(&mut self, btf: &mut Btf, name: Name<'_>) -> StrOffset {
+        if name.is_empty() {
+            return StrOffset::EMPTY;
+        }
+        let (addr, len) = name.key();
+        let slot = (addr as u64).wrapping_mul(SEED) >> (64 - RECENT_BITS);
+        let e = &mut self.recent[slot as usize];
+        if e.0 == addr && e.1 == len {
+            return StrOffset(e.2);
+        }
+        let s = name.bytes();
+        let off = match self.map.get(s) {
+            Some(&off) => off,
+            None => {
+                let off = btf.push_str(s);
+                self.map.insert(s.into(), off);
+                off
+            }
+        };
+        *e = (addr, len, off.0);
+        off
+    }
+}
+
+/// A fast, non-cryptographic hasher for short names (the multiply-rotate scheme of
+/// rustc's FxHasher).
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher {
+    hash: u64,
+}
+
+const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ w).wrapping_mul(SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interns_once() {
+        let mut btf = Btf::new(None);
+        let mut idx = StrIndex::default();
+        let sec = b"int\0long\0int\0";
+        let a = idx.intern(&mut btf, Name::new(&sec[0..]));
+        let b = idx.intern(&mut btf, Name::new(&sec[4..]));
+        assert_eq!(idx.intern(&mut btf, Name::new(&sec[0..])), a);
+        assert_eq!(idx.intern(&mut btf, Name::new(&sec[9..])), a);
+        assert_eq!(idx.intern(&mut btf, Name::new(b"int")), a);
+        assert_ne!(a, b);
+        assert_eq!(idx.intern(&mut btf, Name::new(&sec[3..])), StrOffset::EMPTY);
+        assert_eq!(btf.strings(), b"\0int\0long\0");
+    }
+}

@@ -1,0 +1,80 @@
+//! The encoding run: ELF → DWARF units → (per unit) arena → encoder → dedup → file.
+//!
+//! Parsing a unit ([`crate::dwarf::types::parse_cu`]) and encoding it
+//! ([`crate::encode::encode_cu`]) are separate steps: a unit's arena is dropped as
+//! soon as the unit is encoded, and units are encoded strictly in unit order.
+
+use crate::btf::{self, Btf};
+use crate::dwarf::{types::parse_cu, DwarfInput};
+use crate::elf::ElfInput;
+use crate::encode::{encode_cu, EncoderState, Features};
+use crate::Error;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What to encode and where to write it (pahole's `-J` options).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The ELF file with DWARF to encode.
+    pub input: PathBuf,
+    /// `--btf_base`: the base BTF (raw or an ELF's `.BTF`) for split BTF.
+    pub btf_base: Option<PathBuf>,
+    /// `--btf_encode_detached`: write raw BTF to this file.
+    pub detached: Option<PathBuf>,
+    /// The features to encode.
+    pub features: Features,
+    /// DWARF language codes of units to skip (`--lang_exclude`).
+    pub lang_exclude: Vec<u16>,
+    /// Worker threads (`-j`); the encoding is the same for every value.
+    pub jobs: usize,
+}
+
+/// Runs one encoding as `pahole -J` does.
+pub fn run(opts: &Options) -> Result<(), Error> {
+    let btf = encode_file(opts)?;
+    let bytes = dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?;
+    match &opts.detached {
+        Some(out) => crate::output::write_atomic(out, &bytes),
+        // Like pahole without --btf_encode_detached: into the input's .BTF section.
+        None => crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)]),
+    }
+}
+
+/// Encodes every type of the input's DWARF into one BTF (before dedup).
+pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
+    let base = match &opts.btf_base {
+        Some(p) => Some(Arc::new(read_base(p)?)),
+        None => None,
+    };
+    let input = ElfInput::open(&opts.input)?;
+    let dw = DwarfInput::new(&input)?;
+    let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
+    for idx in 0..dw.unit_count() {
+        let arena = arena::CuArena::new();
+        let cu = parse_cu(&dw, idx, arena.bump(), &opts.lang_exclude)?;
+        encode_cu(&cu, &mut state).map_err(|e| dw.unit_error(idx, e))?;
+        // The unit's types are now owned by the BTF; `cu` borrows the arena and ends
+        // here, and the arena is freed at once.
+        drop(arena);
+    }
+    Ok(state.finish())
+}
+
+/// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
+/// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
+fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    // SAFETY: read-only private mapping, only read while this function runs.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
+    btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
+}
+
+/// Deduplicates the encoded BTF as pahole's final `btf__dedup` does (current libbpf,
+/// the one pahole 1.31's references were made with) and returns the raw bytes to
+/// write. Takes the BTF by value so its types are freed as soon as the dedup has
+/// copied them.
+pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
+    crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
+        .map_err(|e| format!("dedup: {e}"))
+}
