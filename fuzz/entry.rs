@@ -49,7 +49,11 @@ fn check_btf(bytes: &[u8], base: Option<Arc<Btf>>, raw: bool) {
     let again = read::parse(&out, base.clone())
         .unwrap_or_else(|e| panic!("written BTF does not read back: {e}"));
     assert_eq!(again.types(), btf.types(), "types changed by write + read");
-    assert_eq!(again.strings(), btf.strings(), "strings changed by write + read");
+    assert_eq!(
+        again.strings(),
+        btf.strings(),
+        "strings changed by write + read"
+    );
     if problems.is_empty() {
         // Valid input: the writer gives back the same bytes, and parse_checked agrees.
         if raw {
@@ -80,7 +84,8 @@ pub fn dedup(data: &[u8]) {
             if !valid {
                 continue;
             }
-            let bytes = res.unwrap_or_else(|e| panic!("dedup ({compat:?}) of valid BTF failed: {e}"));
+            let bytes =
+                res.unwrap_or_else(|e| panic!("dedup ({compat:?}) of valid BTF failed: {e}"));
             let out = validate::parse_checked(&bytes, base.clone())
                 .unwrap_or_else(|e| panic!("dedup ({compat:?}) output is not valid: {e}"));
             assert!(
@@ -90,5 +95,84 @@ pub fn dedup(data: &[u8]) {
                 out.types().len()
             );
         }
+    }
+}
+
+/// A file in a RAM-backed folder where the path-based ELF entry points read the
+/// input; one per process and thread (the replay test runs threads in parallel).
+fn scratch_file(tag: &str, data: &[u8]) -> std::path::PathBuf {
+    let dir = if std::path::Path::new("/dev/shm").is_dir() {
+        std::path::PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    };
+    let p = dir.join(format!(
+        "dwarf2btf-fuzz-{tag}-{}-{:?}.o",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&p, data).expect("write the fuzz input");
+    p
+}
+
+/// The ELF reader: open (section lookup, decompression, `.rela.debug_*` relocation)
+/// and read every debug section; also the BTF reader's `.BTF` lookup.
+pub fn elf_reader(data: &[u8]) {
+    let _ = read::btf_bytes(data, ".BTF");
+    let path = scratch_file("elf", data);
+    if let Ok(input) = dwarf2btf::elf::ElfInput::open(&path) {
+        let mut sum = 0usize;
+        for name in [
+            ".debug_info",
+            ".debug_abbrev",
+            ".debug_str",
+            ".debug_str_offsets",
+            ".debug_line",
+            ".debug_line_str",
+            ".debug_addr",
+            ".debug_rnglists",
+            ".debug_ranges",
+            ".debug_loclists",
+            ".debug_loc",
+            ".debug_types",
+        ] {
+            let s = input.section(name);
+            sum = sum
+                .wrapping_add(s.len())
+                .wrapping_add(s.last().copied().unwrap_or(0) as usize);
+        }
+        assert!(
+            !input.section(".debug_info").is_empty(),
+            "opened without .debug_info"
+        );
+        std::hint::black_box(sum);
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The whole encoder on bytes as an ELF file: DWARF units → arena → BTF → dedup, with
+/// the kernel's feature set. Whatever it accepts must come out as valid BTF.
+pub fn dwarf_loader(data: &[u8]) {
+    use dwarf2btf::pipeline;
+    let path = scratch_file("dwarf", data);
+    let opts = pipeline::Options {
+        input: path.clone(),
+        btf_base: None,
+        detached: None,
+        features: dwarf2btf::encode::Features::from_list(
+            "encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs",
+        ),
+        lang_exclude: Vec::new(),
+        jobs: 1,
+    };
+    let encoded = pipeline::encode_file(&opts);
+    let _ = std::fs::remove_file(&path);
+    let Ok(btf) = encoded else { return };
+    let bytes = match pipeline::dedup_output(btf) {
+        Ok(b) => b,
+        Err(e) => panic!("dedup of the encoder's output failed: {e}"),
+    };
+    if let Err(e) = validate::parse_checked(&bytes, None) {
+        panic!("the encoder's output is not valid BTF: {e}");
     }
 }
