@@ -21,7 +21,7 @@ fn files(dir: &Path) -> Vec<PathBuf> {
     };
     let mut v: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && !p.extension().is_some_and(|e| e == "md"))
+        .filter(|p| p.is_file() && p.extension().is_none_or(|e| e != "md"))
         .collect();
     v.sort();
     v
