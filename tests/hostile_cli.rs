@@ -21,6 +21,8 @@ const SPLIT_BASE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/data/base.bt
 /// optional base and the folder where outputs go.
 struct Mode {
     name: &'static str,
+    /// An input this mode accepts over the base `SPLIT_BASE`.
+    good_input: &'static str,
     args: fn(input: &Path, base: Option<&Path>, out_dir: &Path) -> Vec<OsString>,
 }
 
@@ -32,6 +34,7 @@ fn modes() -> Vec<Mode> {
     vec![
         Mode {
             name: "dump",
+            good_input: SPLIT_BTF,
             args: |i, b, _| match b {
                 Some(b) => os(&[&"dump", &"--base-btf", &b, &i]),
                 None => os(&[&"dump", &i]),
@@ -39,13 +42,29 @@ fn modes() -> Vec<Mode> {
         },
         Mode {
             name: "dump --no-validate",
+            good_input: SPLIT_BTF,
             args: |i, b, _| match b {
                 Some(b) => os(&[&"dump", &"--no-validate", &"--base-btf", &b, &i]),
                 None => os(&[&"dump", &"--no-validate", &i]),
             },
         },
         Mode {
+            name: "encode",
+            good_input: ELF_SEED,
+            args: |i, b, o| {
+                let out = o.join("out.btf");
+                let mut a = os(&[&"-J", &"-j2"]);
+                a.push(format!("--btf_encode_detached={}", out.display()).into());
+                if let Some(b) = b {
+                    a.extend(os(&[&"--btf_base", &b]));
+                }
+                a.push(i.into());
+                a
+            },
+        },
+        Mode {
             name: "dedup",
+            good_input: SPLIT_BTF,
             args: |i, b, o| {
                 let out = o.join("out.btf");
                 match b {
@@ -56,6 +75,7 @@ fn modes() -> Vec<Mode> {
         },
         Mode {
             name: "validate",
+            good_input: SPLIT_BTF,
             args: |i, b, _| match b {
                 Some(b) => os(&[&"validate", &"--base-btf", &b, &i]),
                 None => os(&[&"validate", &i]),
@@ -206,8 +226,8 @@ fn directory_input_fails_cleanly() {
 fn bad_base_btf_fails_cleanly() {
     for mode in modes() {
         let dir = scratch(&format!("base_{}", mode.name.replace(' ', "_")));
-        let input = dir.join("split.btf");
-        std::fs::copy(SPLIT_BTF, &input).unwrap();
+        let input = dir.join("input");
+        std::fs::copy(mode.good_input, &input).unwrap();
         // Sanity: with the right base the split BTF is fine.
         let good = run(&(mode.args)(&input, Some(Path::new(SPLIT_BASE)), &dir));
         assert!(
@@ -272,8 +292,8 @@ fn bad_base_btf_fails_cleanly() {
 fn unknown_flag_fails_cleanly() {
     for mode in modes() {
         let dir = scratch(&format!("flag_{}", mode.name.replace(' ', "_")));
-        let input = dir.join("split.btf");
-        std::fs::copy(SPLIT_BTF, &input).unwrap();
+        let input = dir.join("input");
+        std::fs::copy(mode.good_input, &input).unwrap();
         let before = listing(&dir);
         let mut args = (mode.args)(&input, Some(Path::new(SPLIT_BASE)), &dir);
         args.insert(1, "--no-such-flag".into());
@@ -292,7 +312,7 @@ fn unknown_flag_fails_cleanly() {
 #[test]
 fn no_arguments_and_unknown_mode_fail_cleanly() {
     let dir = scratch("no_args");
-    for args in [vec![], vec!["frobnicate"], vec!["dump"], vec!["validate"]] {
+    for args in [vec![], vec!["dump"], vec!["validate"], vec!["dedup"]] {
         let out = run(&args.iter().map(OsString::from).collect::<Vec<_>>());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}: succeeded");
@@ -303,6 +323,14 @@ fn no_arguments_and_unknown_mode_fail_cleanly() {
         );
         assert!(listing(&dir).is_empty());
     }
+    // Without a mode the arguments are pahole's: an unknown word is the input file.
+    let out = run(&[OsString::from("frobnicate")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && !stderr.contains("panicked at"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("frobnicate"), "{stderr}");
 }
 
 /// Modes that write a file, given an output path that cannot be written (its folder
@@ -310,15 +338,28 @@ fn no_arguments_and_unknown_mode_fail_cleanly() {
 #[test]
 fn unwritable_output_fails_cleanly() {
     type Writer = fn(&Path, &Path) -> Vec<OsString>;
-    let writers: [(&str, Writer); 1] = [("dedup", |i, o| os(&[&"dedup", &i, &"-o", &o]))];
-    for (name, args) in writers {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let writers: [(&str, Writer, &str); 2] = [
+        (
+            "dedup",
+            |i, o| os(&[&"dedup", &i, &"-o", &o]),
+            "fuzz/data/base.btf",
+        ),
+        (
+            "encode",
+            |i, o| {
+                let mut a = os(&[&"-J"]);
+                a.push(format!("--btf_encode_detached={}", o.display()).into());
+                a.push(i.into());
+                a
+            },
+            "fuzz/seeds/elf/types.gcc.o",
+        ),
+    ];
+    for (name, args, seed) in writers {
         let dir = scratch(&format!("unwritable_{name}"));
-        let input = dir.join("in.btf");
-        std::fs::copy(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/data/base.btf"),
-            &input,
-        )
-        .unwrap();
+        let input = dir.join("input");
+        std::fs::copy(root.join(seed), &input).unwrap();
         let a_dir = dir.join("a_dir");
         std::fs::create_dir(&a_dir).unwrap();
         let before = listing(&dir);
