@@ -129,11 +129,17 @@ fn load_section(
     relocatable: bool,
     little_endian: bool,
 ) -> Result<SectionData, String> {
-    let compressed = sec
-        .compressed_file_range()
-        .map_err(|e| e.to_string())?
-        .format
-        != object::CompressionFormat::None;
+    let range = sec.compressed_file_range().map_err(|e| e.to_string())?;
+    let compressed = range.format != object::CompressionFormat::None;
+    if compressed
+        && !plausible_inflation(range.format, range.compressed_size, range.uncompressed_size)
+    {
+        // The claimed size would size the buffer the section is inflated into.
+        return Err(format!(
+            "compression header claims {} bytes from {} compressed bytes",
+            range.uncompressed_size, range.compressed_size
+        ));
+    }
     let has_relocs = relocatable && sec.relocations().next().is_some();
     if !compressed && !has_relocs {
         let Some((off, size)) = sec.file_range() else {
@@ -154,6 +160,17 @@ fn load_section(
         apply_relocations(obj, sec, &mut bytes, little_endian)?;
     }
     Ok(SectionData::Owned(bytes))
+}
+
+/// Whether `compressed` bytes can inflate to `claimed` bytes: deflate reaches at most
+/// 1032:1, zstd (RLE blocks) about 43,700:1. A larger claim is a damaged header, and
+/// must not size an allocation (a fuzzed header asked for 2^56 bytes).
+fn plausible_inflation(format: object::CompressionFormat, compressed: u64, claimed: u64) -> bool {
+    let ratio = match format {
+        object::CompressionFormat::Zlib => 1032,
+        _ => 1 << 16,
+    };
+    claimed <= compressed.saturating_mul(ratio).saturating_add(4096)
 }
 
 /// Applies the absolute relocations of a debug section of a relocatable object

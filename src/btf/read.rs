@@ -446,6 +446,24 @@ pub fn btf_bytes<'a>(
         let sec = file
             .section_by_name(section)
             .ok_or_else(|| BtfError::NotBtf(format!("ELF file has no {section} section")))?;
+        // A damaged compression header must not size the buffer it is inflated into:
+        // deflate reaches at most 1032:1, zstd about 43,700:1.
+        if let Ok(r) = sec.compressed_file_range() {
+            let ratio = match r.format {
+                object::CompressionFormat::None => 1,
+                object::CompressionFormat::Zlib => 1032,
+                _ => 1 << 16,
+            };
+            if r.format != object::CompressionFormat::None
+                && r.uncompressed_size
+                    > r.compressed_size.saturating_mul(ratio).saturating_add(4096)
+            {
+                return Err(BtfError::NotBtf(format!(
+                    "ELF section {section}: compression header claims {} bytes from {} compressed bytes",
+                    r.uncompressed_size, r.compressed_size
+                )));
+            }
+        }
         let bytes = sec
             .uncompressed_data()
             .map_err(|e| BtfError::NotBtf(format!("cannot read ELF section {section}: {e}")))?;
