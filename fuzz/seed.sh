@@ -38,6 +38,13 @@ for c in fuzz/c/*.c tests/btf_fixtures/gcc_kinds.c; do
 		done
 	done
 done
+# Compressed debug sections (SHF_COMPRESSED, zlib and zstd).
+for z in zlib zstd; do
+	o="$TMP/types.gcc.gz-$z.o"
+	gcc -g -gz=$z -O2 -c fuzz/c/types.c -o "$o" 2>/dev/null || continue
+	cp "$o" "$OUT/elf_reader/"
+	cp "$o" "$OUT/dwarf_loader/"
+done
 cp fuzz/seeds/elf/* "$OUT/elf_reader/" 2>/dev/null || true
 cp fuzz/seeds/elf/* "$OUT/dwarf_loader/" 2>/dev/null || true
 # The smallest corpus module (580 KiB), if unpacked.

@@ -179,6 +179,17 @@ fn damaged_inputs(dir: &Path) -> Vec<(&'static str, PathBuf, &'static [&'static 
     let mut past = seed.clone();
     past[0x28..0x30].copy_from_slice(&(seed.len() as u64 * 4).to_le_bytes());
     add("shoff_past_end.o", Some(past), &["elf", "section"]);
+    // Found by the elf_reader fuzz target: a compressed .debug_str whose header
+    // claims 2^56 bytes.
+    let claim = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/regressions/elf_reader/compressed-debug-str-claims-2p56-bytes"
+    );
+    add(
+        "compressed_claim.o",
+        Some(std::fs::read(claim).unwrap()),
+        &["compress", "elf"],
+    );
     v
 }
 
