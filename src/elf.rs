@@ -118,6 +118,12 @@ impl ElfInput {
     pub fn bytes(&self) -> &[u8] {
         &self.map
     }
+
+    /// The mapping itself, to release pages of consumed sections
+    /// ([`crate::mmap::ReleaseFront`]).
+    pub fn map(&self) -> &memmap2::Mmap {
+        &self.map
+    }
 }
 
 /// Loads one section: in place when possible, otherwise an owned, inflated and

@@ -1,13 +1,23 @@
 //! The encoding run: ELF → DWARF units → (per unit) arena → encoder → dedup → file.
 //!
-//! Parsing a unit ([`crate::dwarf::types::parse_cu`]) and encoding it
-//! ([`crate::encode::encode_cu`]) are separate steps: a unit's arena is dropped as
-//! soon as the unit is encoded, and units are encoded strictly in unit order.
+//! Units are parsed in parallel and encoded strictly in unit order
+//! ([`sched::run_ordered`]): a worker parses unit `i` into its own arena
+//! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
+//! [`CuTypes`] that borrows it ([`ParsedUnit`], a `self_cell`); whichever worker holds
+//! the token encodes the next unit ([`crate::encode::encode_cu`]), passes its types on
+//! to the incremental dedup, drops the arena and releases the unit's input pages. At
+//! most `window` units are parsed but not yet encoded, whatever `-j` is.
+//!
+//! The output bytes do not depend on `-j` or the window: encoding and deduplication
+//! run in unit order on one token holder at a time, and parsing a unit depends on
+//! nothing but the unit.
 
 use crate::btf::{self, Btf};
-use crate::dwarf::{types::parse_cu, DwarfInput};
+use crate::dedup::{Compat, Incremental};
+use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features};
+use crate::mmap::ReleaseFront;
 use crate::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,10 +39,33 @@ pub struct Options {
     pub jobs: usize,
 }
 
+/// How the final dedup is reached; both give the same bytes on the corpus (the engine
+/// tests check it), they differ in time and memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DedupMode {
+    /// Each unit's types are deduplicated against the types kept so far as soon as
+    /// the unit is encoded, and a final one-shot pass runs over the kept set: memory
+    /// follows the output, not the input.
+    #[default]
+    Incremental,
+    /// Every unit's types are kept until the end and deduplicated in one pass, as
+    /// pahole does: the reference the incremental mode is checked against.
+    OneShot,
+}
+
+/// Engine settings that never change the output, only time and memory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tuning {
+    /// Most units parsed but not yet encoded at once (default
+    /// [`sched::default_window`] of the job count).
+    pub window: Option<usize>,
+    /// How the dedup is reached.
+    pub dedup: DedupMode,
+}
+
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
-    let btf = encode_file(opts)?;
-    let bytes = dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?;
+    let bytes = encode_bytes(opts, &Tuning::default())?;
     match &opts.detached {
         Some(out) => crate::output::write_atomic(out, &bytes),
         // Like pahole without --btf_encode_detached: into the input's .BTF section.
@@ -40,24 +73,146 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     }
 }
 
+/// Encodes and deduplicates the input's DWARF: the raw `.BTF` bytes pahole writes.
+pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
+    let base = read_opt_base(opts)?;
+    let mut sink = match tuning.dedup {
+        DedupMode::OneShot => Sink::OneShot,
+        DedupMode::Incremental => Sink::Incremental(
+            Incremental::new(base.clone(), Compat::Upstream)
+                .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
+        ),
+    };
+    let state = encode_units(opts, tuning, base, &mut sink)?;
+    let dedup_err = |e| Error::file(&opts.input, format!("dedup: {e}"));
+    match sink {
+        Sink::OneShot => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
+        Sink::Incremental(inc) => {
+            let btf = state.finish();
+            let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+            drop(btf);
+            inc.finish_bytes(endian, &extra).map_err(dedup_err)
+        }
+    }
+}
+
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
 pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
-    let base = match &opts.btf_base {
-        Some(p) => Some(Arc::new(read_base(p)?)),
-        None => None,
+    let base = read_opt_base(opts)?;
+    let tuning = Tuning {
+        dedup: DedupMode::OneShot,
+        ..Tuning::default()
     };
+    Ok(encode_units(opts, &tuning, base, &mut Sink::OneShot)?.finish())
+}
+
+/// Where each encoded unit's types go.
+enum Sink {
+    /// They stay in the encoder's BTF.
+    OneShot,
+    /// They are deduplicated at once and leave the encoder's BTF.
+    Incremental(Incremental),
+}
+
+/// What a worker owns for one parsed unit: its arena, and what the parse needs from
+/// the run (so that the parse may borrow the arena for less than `'i`).
+struct UnitOwner<'i> {
+    arena: arena::CuArena,
+    dw: &'i DwarfInput<'i>,
+    idx: usize,
+    exclude: &'i [u16],
+}
+
+self_cell::self_cell!(
+    /// One parsed unit: its arena and the [`CuTypes`] that borrow it, moved as one
+    /// value from the worker that parsed it to the one that encodes it. The input
+    /// data the types also borrow lives for the whole run, longer than the cell.
+    struct ParsedUnit<'i> {
+        owner: UnitOwner<'i>,
+        #[covariant]
+        dependent: CuTypes,
+    }
+);
+
+/// The parse of one unit into its arena. A named function, not a closure: the type
+/// of its argument carries the bound `'i: 'a` that lets the types borrow both.
+fn build_unit<'a, 'i>(o: &'a UnitOwner<'i>) -> Result<CuTypes<'a>, Error> {
+    let cu = parse_cu(o.dw, o.idx, o.arena.bump(), o.exclude)?;
+    o.arena.report();
+    Ok(cu)
+}
+
+/// Parses unit `idx` of `dw` into a new arena.
+fn parse_unit<'i>(
+    dw: &'i DwarfInput<'i>,
+    idx: usize,
+    exclude: &'i [u16],
+) -> Result<ParsedUnit<'i>, Error> {
+    let owner = UnitOwner {
+        arena: arena::CuArena::new(),
+        dw,
+        idx,
+        exclude,
+    };
+    ParsedUnit::try_new(owner, build_unit)
+}
+
+/// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
+/// state, passing each unit's types to `sink` right after it is encoded.
+fn encode_units(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+    sink: &mut Sink,
+) -> Result<EncoderState, Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
-    for idx in 0..dw.unit_count() {
-        let arena = arena::CuArena::new();
-        let cu = parse_cu(&dw, idx, arena.bump(), &opts.lang_exclude)?;
-        encode_cu(&cu, &mut state).map_err(|e| dw.unit_error(idx, e))?;
-        // The unit's types are now owned by the BTF; `cu` borrows the arena and ends
-        // here, and the arena is freed at once.
-        drop(arena);
+    let jobs = opts.jobs.max(1);
+    let window = tuning.window.unwrap_or(sched::default_window(jobs));
+    let info = input.section(".debug_info");
+    // The unit boundaries as offsets into the mapping, when .debug_info is read in
+    // place (not an inflated or relocated copy, as in a module).
+    let info_start = (info.as_ptr() as usize).wrapping_sub(input.bytes().as_ptr() as usize);
+    let mapped =
+        info_start <= input.bytes().len() && info.len() <= input.bytes().len() - info_start;
+    let mut front = mapped.then(|| ReleaseFront::new(info_start..info_start + info.len()));
+    let unit_end = |idx: usize| -> usize {
+        match dw.units.get(idx + 1) {
+            Some(next) => next
+                .offset()
+                .as_debug_info_offset()
+                .map_or(info.len(), |o| o.0),
+            None => info.len(),
+        }
+    };
+    let produce = |idx: usize| parse_unit(&dw, idx, &opts.lang_exclude);
+    let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+        encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
+        drop(unit);
+        if let Sink::Incremental(inc) = sink {
+            let types = state.take_types();
+            inc.add_types(&types, state.btf())
+                .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?;
+        }
+        if let Some(front) = &mut front {
+            // Releasing only saves memory: a failure is not worth failing the run for.
+            let _ = front.release_through(input.map(), info_start + unit_end(idx));
+        }
+        Ok(())
+    };
+    sched::run_ordered(dw.unit_count(), jobs, window, produce, consume).map_err(|e| match e {
+        sched::Error::Failed { error, .. } => error,
+        panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+    })?;
+    Ok(state)
+}
+
+fn read_opt_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
+    match &opts.btf_base {
+        Some(p) => Ok(Some(Arc::new(read_base(p)?))),
+        None => Ok(None),
     }
-    Ok(state.finish())
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a

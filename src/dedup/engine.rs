@@ -11,7 +11,7 @@ use super::fxhash::FxHashMap;
 use super::strset::{StrIndex, StrSet};
 use super::table::CandTable;
 use super::{Compat, DedupError};
-use crate::btf::{read, Btf, Endian, StrOffset};
+use crate::btf::{read, Btf, Endian, StrOffset, Type};
 
 /// A type not looked at yet.
 const UNPROCESSED: u32 = u32::MAX;
@@ -347,7 +347,22 @@ impl Engine {
             return Err(DedupError::BaseMismatch);
         }
         let s = self.n_ids();
-        self.load(batch, s)?;
+        self.strs.reserve(batch.strings().len());
+        self.load(batch.types(), batch, s)?;
+        Ok(s)
+    }
+
+    /// [`Engine::load_batch`] for types held apart from their strings: `types` are
+    /// numbered from `strings.first_id()` as if they were `strings`' own types, and
+    /// their names are offsets into `strings` (whose own types are ignored). This lets
+    /// an encoder hand over one unit's types while keeping its string section.
+    pub fn load_types(&mut self, types: &[Type], strings: &Btf) -> Result<u32, DedupError> {
+        if strings.base_type_count() != self.base_types || strings.base_str_len() != self.str_start
+        {
+            return Err(DedupError::BaseMismatch);
+        }
+        let s = self.n_ids();
+        self.load(types, strings, s)?;
         Ok(s)
     }
 
@@ -374,19 +389,18 @@ impl Engine {
 
     /// Appends `batch`'s records with ids renumbered from `s` and strings moved into
     /// our string set (libbpf's `btf_dedup_strings`, in the same visiting order).
-    fn load(&mut self, batch: &Btf, s: u32) -> Result<(), DedupError> {
+    fn load(&mut self, types: &[Type], batch: &Btf, s: u32) -> Result<(), DedupError> {
         let base = self.base_types;
-        let own = batch.types().len() as u32;
-        let last_local = batch.type_count();
+        let own = types.len() as u32;
+        let last_local = base + own;
         let mut w = std::mem::take(&mut self.w);
-        let n = batch.types().len();
+        let n = types.len();
         w.reserve(n * 8);
         self.offs.reserve(n);
         self.map.reserve(n);
         self.hypot.reserve(n);
-        self.strs.reserve(batch.strings().len());
         let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
-        for (i, t) in batch.types().iter().enumerate() {
+        for (i, t) in types.iter().enumerate() {
             let id = s + i as u32;
             let start = w.len();
             push_type(&mut w, t);

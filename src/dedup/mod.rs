@@ -193,6 +193,19 @@ impl Incremental {
         self.engine.add_batch(batch)
     }
 
+    /// [`Incremental::add`] for one batch of `types` kept apart from their strings:
+    /// they are numbered from `strings.first_id()` and name offsets into `strings`
+    /// (see `Engine::load_types`). The encoder hands each unit over this way, keeping
+    /// its string section from one unit to the next.
+    pub fn add_types(
+        &mut self,
+        types: &[crate::btf::Type],
+        strings: &Btf,
+    ) -> Result<(), DedupError> {
+        let s = self.engine.load_types(types, strings)?;
+        self.engine.process(s)
+    }
+
     /// Number of types kept so far (not counting the base).
     pub fn len(&self) -> u32 {
         self.engine.own_types()
@@ -216,6 +229,23 @@ impl Incremental {
     /// The final pass: one-shot dedup of the kept set.
     pub fn finish(self) -> Result<Btf, DedupError> {
         dedup_with(&self.snapshot()?, self.compat)
+    }
+
+    /// [`Incremental::finish`] straight to raw bytes in `endian` with `header_extra`
+    /// past the 24-byte header (as [`dedup_bytes_owned`]), freeing the incremental
+    /// state before the final pass runs.
+    pub fn finish_bytes(
+        self,
+        endian: crate::btf::Endian,
+        header_extra: &[u8],
+    ) -> Result<Vec<u8>, DedupError> {
+        let kept = self.engine.to_bytes(endian, header_extra);
+        drop(self.engine);
+        let mut set =
+            crate::btf::read::parse(&kept, self.base.clone()).map_err(DedupError::Output)?;
+        drop(kept);
+        set.set_header_extra(header_extra.to_vec());
+        dedup_bytes_owned(set, self.compat)
     }
 }
 

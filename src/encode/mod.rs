@@ -93,6 +93,26 @@ impl EncoderState {
         self.btf
     }
 
+    /// Hands over the types encoded since the last call and empties the BTF of types,
+    /// keeping its strings and the string index: with units deduplicated one by one
+    /// (`dedup::Incremental::add_types`), the BTF then never holds more than one unit.
+    /// Ids restart after the base. The array index type is the one type id kept from
+    /// one unit to the next, so a copy of its INT becomes the first type of the next
+    /// batch and the index type points at it; the copy equals a type already handed
+    /// over, so dedup merges it away. Any other id kept across units must be carried
+    /// over here the same way.
+    pub fn take_types(&mut self) -> Vec<Type> {
+        let first = self.btf.first_id().0;
+        let types = std::mem::take(self.btf.types_mut());
+        if let Some(id) = self.index_type {
+            if id.0 >= first {
+                let int = types[(id.0 - first) as usize].clone();
+                self.index_type = Some(self.btf.push_type(int));
+            }
+        }
+        types
+    }
+
     fn str(&mut self, s: Name<'_>) -> StrOffset {
         self.strings.intern(&mut self.btf, s)
     }
@@ -639,6 +659,9 @@ mod limit_tests {
         assert!(one_member(3, 0).is_err(), "bit offset without a size");
         assert!(one_member(0, 300).is_err(), "size over 255");
         assert!(one_member(1 << 24, 3).is_err(), "offset over 24 bits");
-        assert!(one_member(1 << 24, 0).is_ok(), "plain member: offset word is 32 bits");
+        assert!(
+            one_member(1 << 24, 0).is_ok(),
+            "plain member: offset word is 32 bits"
+        );
     }
 }
