@@ -84,6 +84,7 @@ pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
         ),
     };
     let state = encode_units(opts, tuning, base, &mut sink)?;
+    trace("encoded");
     let dedup_err = |e| Error::file(&opts.input, format!("dedup: {e}"));
     match sink {
         Sink::OneShot => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
@@ -165,8 +166,11 @@ fn encode_units(
     base: Option<Arc<Btf>>,
     sink: &mut Sink,
 ) -> Result<EncoderState, Error> {
+    trace("start");
     let input = ElfInput::open(&opts.input)?;
+    trace("open");
     let dw = DwarfInput::new(&input)?;
+    trace("dwarf");
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
     let jobs = opts.jobs.max(1);
     let window = tuning.window.unwrap_or(sched::default_window(jobs));
@@ -232,4 +236,17 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
 pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
     crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
         .map_err(|e| format!("dedup: {e}"))
+}
+
+fn trace(what: &str) {
+    if std::env::var_os("D2B_TRACE").is_some() {
+        let s = arena::rss::Status::read().unwrap();
+        eprintln!(
+            "{what}: peak {} cur {} anon {} file {}",
+            s.peak >> 10,
+            s.current >> 10,
+            s.anon >> 10,
+            s.file >> 10
+        );
+    }
 }
