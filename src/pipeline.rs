@@ -39,14 +39,20 @@ pub struct Options {
     pub jobs: usize,
 }
 
-/// How the final dedup is reached; both give the same bytes on the corpus (the engine
-/// tests check it), they differ in time and memory.
+/// How the final dedup is reached. They differ in time and memory, and can differ in
+/// output (see [`crate::dedup`]'s module doc): one-shot is pahole's (libbpf's) result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DedupMode {
+    /// [`DedupMode::Incremental`] for whole BTF (a vmlinux: the input that needs it,
+    /// and where the result equals one-shot's on the corpus kernel, which the engine
+    /// tests check), [`DedupMode::OneShot`] for split BTF (a module: small enough to
+    /// keep whole, and where unit-by-unit dedup against the base differs, as on the
+    /// corpus's nf_conntrack.ko, which keeps one more duplicate one-shot).
+    #[default]
+    Auto,
     /// Each unit's types are deduplicated against the types kept so far as soon as
     /// the unit is encoded, and a final one-shot pass runs over the kept set: memory
     /// follows the output, not the input.
-    #[default]
     Incremental,
     /// Every unit's types are kept until the end and deduplicated in one pass, as
     /// pahole does: the reference the incremental mode is checked against.
@@ -56,8 +62,12 @@ pub enum DedupMode {
 /// Engine settings that never change the output, only time and memory.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tuning {
-    /// Most units parsed but not yet encoded at once (default
-    /// [`sched::default_window`] of the job count).
+    /// Worker threads, overriding what `-j` gives ([`workers_for`]); tests use it to
+    /// run more threads than the machine has CPUs.
+    pub workers: Option<usize>,
+    /// Most units parsed but not yet encoded at once (default: one more than the
+    /// workers, so that a worker can parse the next unit while the token holder
+    /// encodes; each unit of window costs one parsed unit's arena).
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
@@ -76,15 +86,19 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 /// Encodes and deduplicates the input's DWARF: the raw `.BTF` bytes pahole writes.
 pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
     let base = read_opt_base(opts)?;
-    let mut sink = match tuning.dedup {
-        DedupMode::OneShot => Sink::OneShot,
+    let mode = match tuning.dedup {
+        DedupMode::Auto if base.is_some() => DedupMode::OneShot,
+        DedupMode::Auto => DedupMode::Incremental,
+        mode => mode,
+    };
+    let mut sink = match mode {
+        DedupMode::OneShot | DedupMode::Auto => Sink::OneShot,
         DedupMode::Incremental => Sink::Incremental(
             Incremental::new(base.clone(), Compat::Upstream)
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
     let state = encode_units(opts, tuning, base, &mut sink)?;
-    trace("encoded");
     let dedup_err = |e| Error::file(&opts.input, format!("dedup: {e}"));
     match sink {
         Sink::OneShot => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
@@ -105,6 +119,15 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
         ..Tuning::default()
     };
     Ok(encode_units(opts, &tuning, base, &mut Sink::OneShot)?.finish())
+}
+
+/// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
+/// may run on. Parsing is CPU-bound, so threads beyond the CPUs would not finish
+/// sooner; they would only keep more units (and more per-thread allocator memory)
+/// alive at once. The output is the same for any count.
+pub fn workers_for(jobs: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    jobs.clamp(1, cpus)
 }
 
 /// Where each encoded unit's types go.
@@ -166,14 +189,11 @@ fn encode_units(
     base: Option<Arc<Btf>>,
     sink: &mut Sink,
 ) -> Result<EncoderState, Error> {
-    trace("start");
     let input = ElfInput::open(&opts.input)?;
-    trace("open");
     let dw = DwarfInput::new(&input)?;
-    trace("dwarf");
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
-    let jobs = opts.jobs.max(1);
-    let window = tuning.window.unwrap_or(sched::default_window(jobs));
+    let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
+    let window = tuning.window.unwrap_or(workers + 1);
     let info = input.section(".debug_info");
     // The unit boundaries as offsets into the mapping, when .debug_info is read in
     // place (not an inflated or relocated copy, as in a module).
@@ -205,10 +225,12 @@ fn encode_units(
         }
         Ok(())
     };
-    sched::run_ordered(dw.unit_count(), jobs, window, produce, consume).map_err(|e| match e {
-        sched::Error::Failed { error, .. } => error,
-        panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-    })?;
+    sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(
+        |e| match e {
+            sched::Error::Failed { error, .. } => error,
+            panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+        },
+    )?;
     Ok(state)
 }
 
@@ -236,17 +258,4 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
 pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
     crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
         .map_err(|e| format!("dedup: {e}"))
-}
-
-fn trace(what: &str) {
-    if std::env::var_os("D2B_TRACE").is_some() {
-        let s = arena::rss::Status::read().unwrap();
-        eprintln!(
-            "{what}: peak {} cur {} anon {} file {}",
-            s.peak >> 10,
-            s.current >> 10,
-            s.anon >> 10,
-            s.file >> 10
-        );
-    }
 }
