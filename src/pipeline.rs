@@ -65,9 +65,10 @@ pub struct Tuning {
     /// Worker threads, overriding what `-j` gives ([`workers_for`]); tests use it to
     /// run more threads than the machine has CPUs.
     pub workers: Option<usize>,
-    /// Most units parsed but not yet encoded at once (default: one more than the
-    /// workers, so that a worker can parse the next unit while the token holder
-    /// encodes; each unit of window costs one parsed unit's arena).
+    /// Most units parsed but not yet encoded at once (default: the workers, at least
+    /// two, so that a worker parses the next unit while the token holder encodes;
+    /// each unit of window costs one parsed unit's arena, and a wider window measured
+    /// no faster on two CPUs).
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
@@ -193,7 +194,7 @@ fn encode_units(
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
-    let window = tuning.window.unwrap_or(workers + 1);
+    let window = tuning.window.unwrap_or(workers.max(2));
     let info = input.section(".debug_info");
     // The unit boundaries as offsets into the mapping, when .debug_info is read in
     // place (not an inflated or relocated copy, as in a module).
