@@ -127,6 +127,8 @@ pub struct Engine {
     base_strs: Option<StrIndex>,
     str_start: u32,
     cand_buf: Vec<u32>,
+    /// The caller's string offset → ours, kept across `load_types` batches.
+    str_memo: FxHashMap<u32, u32>,
     eq_stack: Vec<(u32, u32)>,
     ref_stack: Vec<(u32, usize)>,
 }
@@ -173,6 +175,7 @@ impl Engine {
             base_strs: None,
             str_start: 0,
             cand_buf: Vec::new(),
+            str_memo: FxHashMap::default(),
             eq_stack: Vec::new(),
             ref_stack: Vec::new(),
         };
@@ -348,21 +351,23 @@ impl Engine {
         }
         let s = self.n_ids();
         self.strs.reserve(batch.strings().len());
-        self.load(batch.types(), batch, s)?;
+        self.load(batch.types(), batch, s, false)?;
         Ok(s)
     }
 
     /// [`Engine::load_batch`] for types held apart from their strings: `types` are
     /// numbered from `strings.first_id()` as if they were `strings`' own types, and
     /// their names are offsets into `strings` (whose own types are ignored). This lets
-    /// an encoder hand over one unit's types while keeping its string section.
+    /// an encoder hand over one unit's types while keeping its string section, which
+    /// must only grow from one call to the next (an offset names the same string in
+    /// every call): the offset → our offset memo is kept across calls.
     pub fn load_types(&mut self, types: &[Type], strings: &Btf) -> Result<u32, DedupError> {
         if strings.base_type_count() != self.base_types || strings.base_str_len() != self.str_start
         {
             return Err(DedupError::BaseMismatch);
         }
         let s = self.n_ids();
-        self.load(types, strings, s)?;
+        self.load(types, strings, s, true)?;
         Ok(s)
     }
 
@@ -389,7 +394,13 @@ impl Engine {
 
     /// Appends `batch`'s records with ids renumbered from `s` and strings moved into
     /// our string set (libbpf's `btf_dedup_strings`, in the same visiting order).
-    fn load(&mut self, types: &[Type], batch: &Btf, s: u32) -> Result<(), DedupError> {
+    fn load(
+        &mut self,
+        types: &[Type],
+        batch: &Btf,
+        s: u32,
+        keep_memo: bool,
+    ) -> Result<(), DedupError> {
         let base = self.base_types;
         let own = types.len() as u32;
         let last_local = base + own;
@@ -399,7 +410,12 @@ impl Engine {
         self.offs.reserve(n);
         self.map.reserve(n);
         self.hypot.reserve(n);
-        let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
+        // A caller whose string section only grows keeps the memo from one batch to
+        // the next (`load_types`); otherwise each batch starts afresh.
+        let mut memo = match keep_memo {
+            true => std::mem::take(&mut self.str_memo),
+            false => FxHashMap::default(),
+        };
         for (i, t) in types.iter().enumerate() {
             let id = s + i as u32;
             let start = w.len();
@@ -460,6 +476,9 @@ impl Engine {
             });
         }
         self.w = w;
+        if keep_memo {
+            self.str_memo = memo;
+        }
         self.hypot.resize((s + own) as usize, UNPROCESSED);
         Ok(())
     }
