@@ -20,7 +20,7 @@ use crate::encode::{encode_cu, EncoderState, Features};
 use crate::mmap::ReleaseFront;
 use crate::Error;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What to encode and where to write it (pahole's `-J` options).
 #[derive(Clone, Debug)]
@@ -167,14 +167,15 @@ fn build_unit<'a, 'i>(o: &'a UnitOwner<'i>) -> Result<CuTypes<'a>, Error> {
     Ok(cu)
 }
 
-/// Parses unit `idx` of `dw` into a new arena.
+/// Parses unit `idx` of `dw` into `arena`.
 fn parse_unit<'i>(
     dw: &'i DwarfInput<'i>,
     idx: usize,
     exclude: &'i [u16],
+    arena: arena::CuArena,
 ) -> Result<ParsedUnit<'i>, Error> {
     let owner = UnitOwner {
-        arena: arena::CuArena::new(),
+        arena,
         dw,
         idx,
         exclude,
@@ -211,10 +212,19 @@ fn encode_units(
             None => info.len(),
         }
     };
-    let produce = |idx: usize| parse_unit(&dw, idx, &opts.lang_exclude);
+    // Emptied arenas, for the next units: a unit's data is freed in one step when it
+    // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
+    // most window + workers arenas ever exist.
+    let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
+    let produce = |idx: usize| {
+        let arena = lock(&pool).pop().unwrap_or_default();
+        parse_unit(&dw, idx, &opts.lang_exclude, arena)
+    };
     let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
         encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
-        drop(unit);
+        let mut arena = unit.into_owner().arena;
+        arena.reset();
+        lock(&pool).push(arena);
         if let Sink::Incremental(inc) = sink {
             let types = state.take_types();
             inc.add_types(&types, state.btf())
@@ -233,6 +243,12 @@ fn encode_units(
         },
     )?;
     Ok(state)
+}
+
+/// The pool's lock; a panic elsewhere while it was held cannot leave the pool in a
+/// bad state (a Vec push or pop), so a poisoned lock is used as it is.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn read_opt_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
