@@ -93,8 +93,8 @@ pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
         mode => mode,
     };
     let mut sink = match mode {
-        DedupMode::OneShot | DedupMode::Auto => Sink::OneShot,
-        DedupMode::Incremental => Sink::Incremental(
+        DedupMode::OneShot | DedupMode::Auto => None,
+        DedupMode::Incremental => Some(
             Incremental::new(base.clone(), Compat::Upstream)
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
@@ -102,8 +102,8 @@ pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
     let state = encode_units(opts, tuning, base, &mut sink)?;
     let dedup_err = |e| Error::file(&opts.input, format!("dedup: {e}"));
     match sink {
-        Sink::OneShot => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
-        Sink::Incremental(inc) => {
+        None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
+        Some(inc) => {
             let btf = state.finish();
             let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
             drop(btf);
@@ -119,7 +119,7 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
         dedup: DedupMode::OneShot,
         ..Tuning::default()
     };
-    Ok(encode_units(opts, &tuning, base, &mut Sink::OneShot)?.finish())
+    Ok(encode_units(opts, &tuning, base, &mut None)?.finish())
 }
 
 /// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
@@ -129,14 +129,6 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
 pub fn workers_for(jobs: usize) -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     jobs.clamp(1, cpus)
-}
-
-/// Where each encoded unit's types go.
-enum Sink {
-    /// They stay in the encoder's BTF.
-    OneShot,
-    /// They are deduplicated at once and leave the encoder's BTF.
-    Incremental(Incremental),
 }
 
 /// What a worker owns for one parsed unit: its arena, and what the parse needs from
@@ -184,12 +176,13 @@ fn parse_unit<'i>(
 }
 
 /// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
-/// state, passing each unit's types to `sink` right after it is encoded.
+/// state. With an incremental dedup (`sink`), each unit's types leave the encoder
+/// for it right after the unit is encoded; without, they stay in the encoder's BTF.
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
-    sink: &mut Sink,
+    sink: &mut Option<Incremental>,
 ) -> Result<EncoderState, Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
@@ -225,7 +218,7 @@ fn encode_units(
         let mut arena = unit.into_owner().arena;
         arena.reset();
         lock(&pool).push(arena);
-        if let Sink::Incremental(inc) = sink {
+        if let Some(inc) = sink {
             let types = state.take_types();
             inc.add_types(&types, state.btf())
                 .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?;
