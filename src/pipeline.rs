@@ -3,10 +3,11 @@
 //! Units are parsed in parallel and encoded strictly in unit order
 //! ([`sched::run_ordered`]): a worker parses unit `i` into its own arena
 //! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
-//! [`CuTypes`] that borrows it ([`ParsedUnit`], a `self_cell`); whichever worker holds
+//! [`CuTypes`] that borrows it (`ParsedUnit`, a `self_cell`); whichever worker holds
 //! the token encodes the next unit ([`crate::encode::encode_cu`]), passes its types on
-//! to the incremental dedup, drops the arena and releases the unit's input pages. At
-//! most `window` units are parsed but not yet encoded, whatever `-j` is.
+//! to the incremental dedup, empties the arena (one step) back into a small pool and
+//! releases the unit's input pages. At most `window` units are parsed but not yet
+//! encoded. DESIGN.md ("The engine") tells the whole story.
 //!
 //! The output bytes do not depend on `-j` or the window: encoding and deduplication
 //! run in unit order on one token holder at a time, and parsing a unit depends on
@@ -67,8 +68,7 @@ pub struct Tuning {
     pub workers: Option<usize>,
     /// Most units parsed but not yet encoded at once (default: the workers, at least
     /// two, so that a worker parses the next unit while the token holder encodes;
-    /// each unit of window costs one parsed unit's arena, and a wider window measured
-    /// no faster on two CPUs).
+    /// each unit of window costs one parsed unit's arena and its input pages).
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
