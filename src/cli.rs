@@ -505,4 +505,68 @@ mod tests {
         assert!(parse(&["--lang_exclude=klingon", "x"]).is_err());
         assert!(parse(&["a", "b"]).is_err());
     }
+
+    fn cmdline(args: &[&str]) -> Result<PaholeCommand, Error> {
+        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_pahole_cmdline(&v)
+    }
+
+    #[test]
+    fn legacy_switches_map_to_features() {
+        let o = parse(&[
+            "-J",
+            "--skip_encoding_btf_vars",
+            "--btf_gen_floats",
+            "--skip_encoding_btf_decl_tag",
+            "--skip_encoding_btf_type_tag",
+            "--skip_encoding_btf_enum64",
+            "--skip_encoding_btf_inconsistent_proto",
+            "--btf_gen_optimized",
+            "--btf_encode_force",
+            "--reproducible_build",
+            "x",
+        ])
+        .unwrap();
+        let f = &o.features;
+        assert!(!f.var && f.float && !f.decl_tag && !f.type_tag && !f.enum64);
+        assert!(f.consistent_func && f.optimized_func && f.encode_force);
+        assert!(f.reproducible_build && !f.distilled_base);
+        // --btf_features replaces the legacy set, but --reproducible_build stays.
+        let o = parse(&["-J", "--reproducible_build", "--btf_features=var", "x"]).unwrap();
+        assert!(o.features.var && o.features.reproducible_build && !o.features.enum64);
+        assert!(parse(&["-J", "--btf_gen_all", "x"]).unwrap().features.float);
+    }
+
+    #[test]
+    fn version_batch_and_refusals() {
+        assert!(matches!(
+            cmdline(&["--version"]),
+            Ok(PaholeCommand::Version)
+        ));
+        match cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap() {
+            PaholeCommand::Encode {
+                opts,
+                inputs,
+                jobs_given,
+            } => {
+                assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
+                assert_eq!(opts.input, PathBuf::from("a.ko"));
+                assert!(!jobs_given);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["-J", "a.ko", "b.ko"]).is_err());
+        assert!(cmdline(&["--btf_encode_detached=o", "a", "b"]).is_err());
+        // A detached output implies -J, as in pahole.
+        assert!(parse(&["--btf_encode_detached=o", "a"]).is_ok());
+        let e = cmdline(&["-J", "-Ctask_struct", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--class_name") && e.contains("not supported"),
+            "{e}"
+        );
+        let e = cmdline(&["x"]).unwrap_err().to_string();
+        assert!(e.contains("add -J"), "{e}");
+    }
 }
