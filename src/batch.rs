@@ -4,9 +4,10 @@
 //! separate run would write, into its own file, atomically.
 
 use crate::btf::Btf;
+use crate::dedup::PreparedBase;
 use crate::pipeline::{self, Options};
 use crate::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -20,19 +21,30 @@ pub fn run_many(opts: &Options, inputs: &[PathBuf], workers: usize) -> Result<()
         ));
     }
     let base = pipeline::load_base(opts)?;
+    // Indexing the base for dedup costs as much as a small module: do it once.
+    let prepared = match &base {
+        Some(b) => Some(
+            pipeline::prepare_dedup_base(b.clone())
+                .map_err(|e| Error::file(opts.btf_base.as_deref().unwrap_or(&opts.input), e))?,
+        ),
+        None => None,
+    };
+    // Largest first, so that no big module starts last while the other workers idle.
+    let mut order: Vec<usize> = (0..inputs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(std::fs::metadata(&inputs[i]).map_or(0, |m| m.len())));
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
     let workers = workers.clamp(1, inputs.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(input) = inputs.get(i) else { break };
-                if let Err(e) = one(opts, input, base.clone()) {
-                    failures
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((i, e));
+            s.spawn(|| {
+                while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    if let Err(e) = one(opts, &inputs[i], base.clone(), prepared.as_ref()) {
+                        failures
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push((i, e));
+                    }
                 }
             });
         }
@@ -54,14 +66,24 @@ pub fn run_many(opts: &Options, inputs: &[PathBuf], workers: usize) -> Result<()
 }
 
 /// One module of the batch: the same steps as [`pipeline::run`], over the shared base.
-fn one(opts: &Options, input: &PathBuf, base: Option<Arc<Btf>>) -> Result<(), Error> {
+fn one(
+    opts: &Options,
+    input: &Path,
+    base: Option<Arc<Btf>>,
+    prepared: Option<&PreparedBase>,
+) -> Result<(), Error> {
     let opts = Options {
-        input: input.clone(),
+        input: input.to_path_buf(),
         // Modules run side by side; one thread each keeps every core busy.
         jobs: 1,
         ..opts.clone()
     };
     let btf = pipeline::encode_file_over(&opts, base.clone())?;
-    let bytes = pipeline::dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?;
+    let bytes = match prepared {
+        Some(p) => p
+            .dedup_bytes_owned(btf)
+            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
+        None => pipeline::dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?,
+    };
     crate::emit::write_output(&opts, bytes, base.as_ref())
 }

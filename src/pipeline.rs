@@ -77,6 +77,12 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
 
+/// The dedup of [`dedup_output`] with `base` indexed once, for many modules over it.
+pub fn prepare_dedup_base(base: Arc<Btf>) -> Result<crate::dedup::PreparedBase, String> {
+    crate::dedup::PreparedBase::new(base, crate::dedup::Compat::Upstream)
+        .map_err(|e| format!("dedup: {e}"))
+}
+
 /// Deduplicates the encoded BTF as pahole's final `btf__dedup` does (current libbpf,
 /// the one pahole 1.31's references were made with) and returns the raw bytes to
 /// write. Takes the BTF by value so its types are freed as soon as the dedup has
