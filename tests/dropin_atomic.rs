@@ -98,3 +98,56 @@ fn failures_leave_the_input_untouched() {
     );
     assert!(!read_section(&good, ".BTF.base").is_empty());
 }
+
+/// Unmounts the small file system when the test ends, however it ends.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// No space left for the new file: the input stays as it was and no partial
+/// temporary file remains. Needs a small tmpfs (root); skipped otherwise.
+#[test]
+fn no_space_leaves_the_input_untouched() {
+    let Some(corpus) = corpus() else {
+        return;
+    };
+    let dir = TempDir::new("dropin-nospace");
+    let small = dir.join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=20m", "tmpfs"])
+        .arg(&small)
+        .stderr(std::process::Stdio::null())
+        .status();
+    if !matches!(mounted, Ok(s) if s.success()) {
+        eprintln!("skipping: cannot mount a small tmpfs here (needs root)");
+        return;
+    }
+    let _mount = Mount(small.clone());
+    // nf_tables.ko is 15 MB: it fits once, not twice.
+    let ko = small.join("nf_tables.ko");
+    std::fs::copy(corpus.join("nf_tables.ko"), &ko).unwrap();
+    let original = std::fs::read(&ko).unwrap();
+    let err = fails(
+        dwarf2btf()
+            .args(["-J", &format!("--btf_features={KFEATURES},distilled_base")])
+            .arg("--btf_base")
+            .arg(corpus.join("vmlinux"))
+            .arg(&ko),
+    );
+    assert!(
+        err.contains("nf_tables.ko"),
+        "error does not name the file: {err}"
+    );
+    assert!(err.to_lowercase().contains("space"), "{err}");
+    assert!(std::fs::read(&ko).unwrap() == original, "input changed");
+    let left: Vec<_> = std::fs::read_dir(&small)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("nf_tables.ko")]);
+}
