@@ -536,7 +536,13 @@ mod tests {
         assert!(o.features.var && o.features.reproducible_build && !o.features.enum64);
         assert!(parse(&["-J", "--btf_gen_all", "x"]).unwrap().features.float);
         // Makefile.btf gives modules a second list (`--btf_features=distilled_base`).
-        let o = parse(&["-J", "--btf_features=var", "--btf_features", "distilled_base", "x"]);
+        let o = parse(&[
+            "-J",
+            "--btf_features=var",
+            "--btf_features",
+            "distilled_base",
+            "x",
+        ]);
         let f = o.unwrap().features;
         assert!(f.var && f.distilled_base && !f.float);
     }

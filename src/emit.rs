@@ -5,6 +5,7 @@
 use crate::btf::{self, Btf};
 use crate::pipeline::Options;
 use crate::Error;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Writes the deduplicated BTF `bytes` of `opts.input` (split over `base` when
@@ -24,8 +25,29 @@ pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> 
                 &[(".BTF", split), (".BTF.base", dist_base)],
             )
         }
-        (None, _) => crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)]),
+        (None, _) => {
+            refuse_stale_distilled_base(&opts.input)?;
+            crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)])
+        }
     }
+}
+
+/// A `.BTF.base` left by an earlier distilled encoding would make the loader read
+/// the new `.BTF` (relative to the whole base) as relative to that distilled base:
+/// refuse rather than write a module that loads with wrong types.
+fn refuse_stale_distilled_base(path: &Path) -> Result<(), Error> {
+    use object::Object;
+    let map = btf::read::map_file(path)?;
+    let has = object::File::parse(&*map).is_ok_and(|f| f.section_by_name(".BTF.base").is_some());
+    if has {
+        return Err(Error::file(
+            path,
+            "has a .BTF.base section (a distilled base from an earlier encoding) that \
+             the new .BTF would not match: add distilled_base to --btf_features, or \
+             remove it first (objcopy --remove-section=.BTF.base)",
+        ));
+    }
+    Ok(())
 }
 
 /// The split BTF `bytes` (over `base`) rewritten over its distilled base: returns

@@ -79,6 +79,24 @@ fn failures_leave_the_input_untouched() {
         eprintln!("skipping the unwritable-folder case: chattr +i not available here");
     }
 
+    // A module distilled before, now encoded without distilled_base: its old
+    // .BTF.base would not match the new .BTF, so it is refused.
+    let distilled = copy_to(&ko, &dir, "distilled.ko");
+    ok(dwarf2btf()
+        .args(["-J", &features, "--btf_base"])
+        .arg(corpus.join("vmlinux"))
+        .arg(&distilled));
+    let before = std::fs::read(&distilled).unwrap();
+    let err = fails(
+        dwarf2btf()
+            .args(["-J", &format!("--btf_features={KFEATURES}"), "--btf_base"])
+            .arg(corpus.join("vmlinux"))
+            .arg(&distilled),
+    );
+    assert!(err.contains(".BTF.base"), "{err}");
+    assert!(std::fs::read(&distilled).unwrap() == before);
+    std::fs::remove_file(&distilled).unwrap();
+
     // A batch with one bad input: the good one is written, the bad one untouched.
     let good = copy_to(&corpus.join("vsock_loopback.ko"), &dir, "good.ko");
     let garbage = dir.join("garbage.ko");
