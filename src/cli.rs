@@ -47,6 +47,8 @@ pub const PAHOLE_VERSION: &str = "v1.31";
 pub enum PaholeCommand {
     /// `--version`.
     Version,
+    /// `--help` (or argp's `-?`).
+    Help,
     /// `-J …`: encode `inputs` (more than one only without `--btf_encode_detached`).
     Encode {
         /// The options; `input` is the first input file.
@@ -162,6 +164,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
         };
         match key {
             "--version" => return Ok(PaholeCommand::Version),
+            "--help" | "-?" => return Ok(PaholeCommand::Help),
             "-J" | "--btf_encode" => encode = true,
             "--btf_features" => features
                 .get_or_insert_with(Features::default)
@@ -251,7 +254,9 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
         PaholeCommand::Encode { .. } => Err(Error::Msg(format!(
             "more than one input file given\n{USAGE}"
         ))),
-        PaholeCommand::Version => Err(Error::Msg("--version is not an encoding".into())),
+        PaholeCommand::Version | PaholeCommand::Help => {
+            Err(Error::Msg(format!("not an encoding command line\n{USAGE}")))
+        }
     }
 }
 
@@ -260,6 +265,10 @@ fn run_pahole(args: &[OsString]) -> Result<(), Error> {
     match parse_pahole_cmdline(args)? {
         PaholeCommand::Version => {
             println!("{PAHOLE_VERSION}");
+            Ok(())
+        }
+        PaholeCommand::Help => {
+            println!("{USAGE}");
             Ok(())
         }
         PaholeCommand::Encode { opts, inputs, .. } if inputs.len() == 1 => {
@@ -553,6 +562,7 @@ mod tests {
             cmdline(&["--version"]),
             Ok(PaholeCommand::Version)
         ));
+        assert!(matches!(cmdline(&["--help"]), Ok(PaholeCommand::Help)));
         match cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap() {
             PaholeCommand::Encode {
                 opts,
