@@ -8,6 +8,14 @@ use dropin_util::*;
 use std::ffi::OsStr;
 use std::process::Command;
 
+/// TODO(lead): set to true when issue 6 (functions, branch funcs2) is merged. Until
+/// then the reference also has the FUNCs, their FUNC_PROTOs and the base types only
+/// those reach (PTRs, CONSTs, memberless structs in .BTF.base), so the check is
+/// limited to type kinds and to "every type we write is in the reference". With
+/// funcs2 merged (tried at 01:50 on a scratch merge) the full comparison is `equal`
+/// and both sections are byte-identical to pahole's for all three modules.
+const FUNCTIONS_LANDED: bool = false;
+
 #[test]
 fn modules_get_distilled_split_btf() {
     let (Some(corpus), Some(reference), Some(btfcmp)) = (corpus(), reference(), btfcmp()) else {
@@ -31,10 +39,20 @@ fn modules_get_distilled_split_btf() {
         let ref_split = reference.join(format!("{m}.distilled.BTF"));
         let ref_base = reference.join(format!("{m}.distilled.BTF.base"));
 
-        // TODO(lead): drop --only-kinds and require `equal` once issue 6 (functions)
-        // lands. Until then the reference also has the FUNCs, their FUNC_PROTOs and
-        // the base types only those reach (PTRs, CONSTs, memberless structs in
-        // .BTF.base), so the check is that every type we write is in the reference.
+        if FUNCTIONS_LANDED {
+            let args: Vec<&OsStr> = vec![
+                split.as_os_str(),
+                ref_split.as_os_str(),
+                OsStr::new("--base-a"),
+                base.as_os_str(),
+                OsStr::new("--base-b"),
+                ref_base.as_os_str(),
+            ];
+            let (verdict, report) = btfcmp_verdict(&btfcmp, &args);
+            assert_eq!(verdict, "equal", "{m}:\n{report}");
+            assert!(std::fs::read(&split).unwrap() == std::fs::read(&ref_split).unwrap());
+            assert!(std::fs::read(&base).unwrap() == std::fs::read(&ref_base).unwrap());
+        }
         let kinds = "INT,PTR,ARRAY,STRUCT,UNION,ENUM,FWD,TYPEDEF,VOLATILE,CONST,RESTRICT,\
                      FLOAT,TYPE_TAG,ENUM64,VAR,DATASEC";
         let args: Vec<&OsStr> = vec![
