@@ -391,6 +391,33 @@ mod tests {
         crate::btf::validate::check(&d.split).unwrap();
     }
 
+    /// The distilled pair keeps the input's byte order and header length, and reads
+    /// back as the same types.
+    #[test]
+    fn keeps_byte_order_and_header() {
+        let mut b = (*base()).clone();
+        b.set_endian(crate::btf::Endian::Big);
+        b.set_header_extra(vec![0; 8]);
+        let b = Arc::new(b);
+        let mut sp = Btf::new(Some(b.clone()));
+        sp.set_header_extra(vec![0; 8]);
+        sp.push_type(anon(TypeKind::Ptr(TypeId(6))));
+        let d = distill_base(&sp).unwrap();
+        assert_eq!(d.split.endian(), crate::btf::Endian::Big);
+        let base_bytes = crate::btf::write::to_bytes(&d.base);
+        let split_bytes = crate::btf::write::to_bytes(&d.split);
+        assert_eq!(&base_bytes[..2], &[0xeb, 0x9f]);
+        assert_eq!(base_bytes[4..8], 32u32.to_be_bytes());
+        let base2 = Arc::new(crate::btf::read::parse(&base_bytes, None).unwrap());
+        let split2 = crate::btf::read::parse(&split_bytes, Some(base2.clone())).unwrap();
+        assert_eq!(base2.types(), d.base.types());
+        assert_eq!(split2.types(), d.split.types());
+        // ptr → anonymous struct { int x; }: the struct moves to the split, int to
+        // the base.
+        assert_eq!(base2.types().len(), 1);
+        assert_eq!(split2.types().len(), 2);
+    }
+
     #[test]
     fn refuses_whole_btf_and_func_refs() {
         assert_eq!(
