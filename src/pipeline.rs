@@ -76,17 +76,22 @@ pub struct Tuning {
 
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
-    let bytes = encode_bytes(opts, &Tuning::default())?;
-    match &opts.detached {
-        Some(out) => crate::output::write_atomic(out, &bytes),
-        // Like pahole without --btf_encode_detached: into the input's .BTF section.
-        None => crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)]),
-    }
+    let base = load_base(opts)?;
+    let bytes = encode_bytes_over(opts, &Tuning::default(), base.clone())?;
+    crate::emit::write_output(opts, bytes, base.as_ref())
 }
 
 /// Encodes and deduplicates the input's DWARF: the raw `.BTF` bytes pahole writes.
 pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
-    let base = read_opt_base(opts)?;
+    encode_bytes_over(opts, tuning, load_base(opts)?)
+}
+
+/// [`encode_bytes`] over a base already read (`opts.btf_base` is not read again).
+pub fn encode_bytes_over(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+) -> Result<Vec<u8>, Error> {
     let mode = match tuning.dedup {
         DedupMode::Auto if base.is_some() => DedupMode::OneShot,
         DedupMode::Auto => DedupMode::Incremental,
@@ -114,7 +119,20 @@ pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
 pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
-    let base = read_opt_base(opts)?;
+    encode_file_over(opts, load_base(opts)?)
+}
+
+/// Reads `--btf_base`, if given.
+pub fn load_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
+    opts.btf_base
+        .as_deref()
+        .map(|p| read_base(p).map(Arc::new))
+        .transpose()
+}
+
+/// [`encode_file`] over a base already read (`opts.btf_base` is not read again), so
+/// that many modules share one base.
+pub fn encode_file_over(opts: &Options, base: Option<Arc<Btf>>) -> Result<Btf, Error> {
     let tuning = Tuning {
         dedup: DedupMode::OneShot,
         ..Tuning::default()
@@ -244,13 +262,6 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn read_opt_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
-    match &opts.btf_base {
-        Some(p) => Ok(Some(Arc::new(read_base(p)?))),
-        None => Ok(None),
-    }
-}
-
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
 /// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
 fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
@@ -259,6 +270,12 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
     let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
+}
+
+/// The dedup of [`dedup_output`] with `base` indexed once, for many modules over it.
+pub fn prepare_dedup_base(base: Arc<Btf>) -> Result<crate::dedup::PreparedBase, String> {
+    crate::dedup::PreparedBase::new(base, crate::dedup::Compat::Upstream)
+        .map_err(|e| format!("dedup: {e}"))
 }
 
 /// Deduplicates the encoded BTF as pahole's final `btf__dedup` does (current libbpf,

@@ -659,6 +659,9 @@ mod limit_tests {
         assert!(one_member(3, 0).is_err(), "bit offset without a size");
         assert!(one_member(0, 300).is_err(), "size over 255");
         assert!(one_member(1 << 24, 3).is_err(), "offset over 24 bits");
-        assert!(one_member(1 << 24, 0).is_ok(), "plain member: offset word is 32 bits");
+        assert!(
+            one_member(1 << 24, 0).is_ok(),
+            "plain member: offset word is 32 bits"
+        );
     }
 }
