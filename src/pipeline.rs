@@ -7,7 +7,7 @@
 use crate::btf::{self, Btf};
 use crate::dwarf::{types::parse_cu, DwarfInput};
 use crate::elf::ElfInput;
-use crate::encode::{encode_cu, EncoderState, Features};
+use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
 use crate::Error;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,15 +49,34 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
+    let mut funcs = new_func_encoder(&input, &opts.features)?;
     for idx in 0..dw.unit_count() {
         let arena = arena::CuArena::new();
         let cu = parse_cu(&dw, idx, arena.bump(), &opts.lang_exclude)?;
         encode_cu(&cu, &mut state).map_err(|e| dw.unit_error(idx, e))?;
+        funcs
+            .add_cu(&cu, &mut state)
+            .map_err(|e| dw.unit_error(idx, e))?;
         // The unit's types are now owned by the BTF; `cu` borrows the arena and ends
         // here, and the arena is freed at once.
         drop(arena);
     }
+    funcs
+        .finish(&mut state)
+        .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok(state.finish())
+}
+
+/// The function/variable encoder for `input`: its ELF symbols and, with
+/// `decl_tag_kfuncs`, its kfunc sets, read once.
+fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
+    let syms = crate::symbols::ElfSymbols::parse(input.path(), input.bytes())?;
+    let kfuncs = if features.decl_tag_kfuncs {
+        crate::kfuncs::Kfuncs::parse(input.path(), input.bytes())?
+    } else {
+        crate::kfuncs::Kfuncs::default()
+    };
+    FuncEncoder::new(Arc::new(syms), kfuncs, features).map_err(Error::Msg)
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a

@@ -6,9 +6,12 @@
 //! string index, the array index type) is owned by the state.
 
 mod features;
+pub mod funcs;
 mod strings;
+mod vars;
 
 pub use features::Features;
+pub use funcs::FuncEncoder;
 
 use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
