@@ -628,7 +628,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let size = self.enc.offset_size as u64;
         let at = usize::try_from(self.loclists_base.checked_add(i.checked_mul(size)?)?).ok()?;
         let b = self.loclists.get(at..at.checked_add(size as usize)?)?;
-        self.loclists_base.checked_add(read_uint(b, self.enc.little))
+        self.loclists_base
+            .checked_add(read_uint(b, self.enc.little))
     }
 
     /// A `DW_AT_location` value as a parameter location.
@@ -1145,7 +1146,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
             FrameKind::Subprogram => {
                 let params = self.bump.alloc_slice_copy(&s.fparams[start..]);
-                let annots = self.bump.alloc_slice_copy(&s.annots[f.tag_start as usize..]);
+                let annots = self
+                    .bump
+                    .alloc_slice_copy(&s.annots[f.tag_start as usize..]);
                 s.fparams.truncate(start);
                 s.annots.truncate(f.tag_start as usize);
                 if let Some(func) = self.funcs.get_mut(f.index as usize) {
@@ -1154,7 +1157,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 }
             }
             FrameKind::Variable => {
-                let annots = self.bump.alloc_slice_copy(&s.annots[f.tag_start as usize..]);
+                let annots = self
+                    .bump
+                    .alloc_slice_copy(&s.annots[f.tag_start as usize..]);
                 s.annots.truncate(f.tag_start as usize);
                 if let Some(v) = self.vars.get_mut(f.index as usize) {
                     v.annots = annots;

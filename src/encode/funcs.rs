@@ -139,7 +139,10 @@ impl FuncEncoder {
                 continue;
             }
             // pahole: every parameter must have a name (its own or its origin's).
-            if f.params.iter().any(|p| self.param_origin(cu, p).0.is_empty()) {
+            if f.params
+                .iter()
+                .any(|p| self.param_origin(cu, p).0.is_empty())
+            {
                 continue;
             }
             let Ok(name) = std::str::from_utf8(name.bytes()) else {
@@ -219,13 +222,15 @@ impl FuncEncoder {
 
     /// Position in `param_index` of the parameter at unit offset `r`.
     fn param_slot(&self, r: DieRef) -> Option<usize> {
-        self.param_index
-            .binary_search_by_key(&r.0, |e| e.0)
-            .ok()
+        self.param_index.binary_search_by_key(&r.0, |e| e.0).ok()
     }
 
     /// The parameter at unit offset `r`, with its index in its function.
-    fn param_at<'c, 'a>(&self, cu: &'c CuTypes<'a>, r: DieRef) -> Option<(&'c FnParamDie<'a>, u32)> {
+    fn param_at<'c, 'a>(
+        &self,
+        cu: &'c CuTypes<'a>,
+        r: DieRef,
+    ) -> Option<(&'c FnParamDie<'a>, u32)> {
         let (_, fi, pi) = self.param_index[self.param_slot(r)?];
         Some((&cu.funcs[fi as usize].params[pi as usize], pi))
     }
@@ -265,8 +270,7 @@ impl FuncEncoder {
                     }
                 }
             } else if !p.has_loc {
-                if let Some((sf, sp)) = self.param_slot(DieRef(p.off)).and_then(|k| self.share[k])
-                {
+                if let Some((sf, sp)) = self.param_slot(DieRef(p.off)).and_then(|k| self.share[k]) {
                     q = &cu.funcs[sf as usize].params[sp as usize];
                 }
             }

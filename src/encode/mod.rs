@@ -577,6 +577,7 @@ mod tests {
             decl_tags: &[],
             language: 0x1d,
             address_size: 8,
+            ..CuTypes::empty(0, 8)
         };
         let mut st = EncoderState::new(None, Features::from_list("default"), true);
         encode_cu(&cu, &mut st).unwrap();
@@ -631,6 +632,7 @@ mod limit_tests {
             decl_tags: &[],
             language: 0,
             address_size: 8,
+            ..CuTypes::empty(0, 8)
         };
         let mut st = EncoderState::new(None, Features::default(), true);
         encode_cu(&cu, &mut st)
@@ -642,6 +644,9 @@ mod limit_tests {
         assert!(one_member(3, 0).is_err(), "bit offset without a size");
         assert!(one_member(0, 300).is_err(), "size over 255");
         assert!(one_member(1 << 24, 3).is_err(), "offset over 24 bits");
-        assert!(one_member(1 << 24, 0).is_ok(), "plain member: offset word is 32 bits");
+        assert!(
+            one_member(1 << 24, 0).is_ok(),
+            "plain member: offset word is 32 bits"
+        );
     }
 }

@@ -172,10 +172,18 @@ fn var_at<'c, 'a>(cu: &'c CuTypes<'a>, r: DieRef) -> Option<&'c VarDie<'a>> {
 /// pahole's `btf_name_valid`: `[A-Za-z_.][A-Za-z0-9_.]*`, at most 128 bytes.
 fn name_valid(name: &[u8]) -> bool {
     let ok = |c: u8, first: bool| {
-        c == b'_' || c == b'.' || if first { c.is_ascii_alphabetic() } else { c.is_ascii_alphanumeric() }
+        c == b'_'
+            || c == b'.'
+            || if first {
+                c.is_ascii_alphabetic()
+            } else {
+                c.is_ascii_alphanumeric()
+            }
     };
     match name.split_first() {
-        Some((&c, rest)) => ok(c, true) && name.len() <= KSYM_NAME_LEN && rest.iter().all(|&c| ok(c, false)),
+        Some((&c, rest)) => {
+            ok(c, true) && name.len() <= KSYM_NAME_LEN && rest.iter().all(|&c| ok(c, false))
+        }
         None => false,
     }
 }
