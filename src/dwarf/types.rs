@@ -513,7 +513,7 @@ pub fn parse_cu<'a, 'i: 'a>(
         funcs: p.funcs.into_bump_slice(),
         vars: p.vars.into_bump_slice(),
         locs: Some(LocCtx {
-            lists: dw.dwarf.locations.clone(),
+            lists: dw.dwarf.locations,
             encoding,
         }),
     })

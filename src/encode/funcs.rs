@@ -14,6 +14,7 @@ use crate::dwarf::types::{CuTypes, DieRef, FnParamDie, FuncDie, LocDie, Name, Re
 use crate::kfuncs::{Kfuncs, KF_ARENA_ARG1, KF_ARENA_ARG2, KF_ARENA_RET, KF_FASTCALL};
 use crate::symbols::ElfSymbols;
 use object::elf;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// `optimized_parms`: a parameter is optimized out or has no location.
@@ -57,6 +58,9 @@ pub struct FuncEncoder {
     regs: &'static [u8],
     /// Whether each parameter takes one register slot whatever its size (s390).
     one_slot: bool,
+    /// The function table's names → index (a hash lookup per subprogram instead
+    /// of a binary search over string compares).
+    by_name: HashMap<Box<[u8]>, u32>,
     saved: Vec<SavedFunc>,
     parms: Vec<Param>,
     annots: Vec<(StrOffset, i32)>,
@@ -94,7 +98,15 @@ impl FuncEncoder {
             _ => (&[], false),
         };
         let vars = VarSections::new(&syms, features);
+        let by_name = syms
+            .functions
+            .functions()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name().as_bytes().into(), i as u32))
+            .collect();
         Ok(FuncEncoder {
+            by_name,
             syms,
             kfuncs,
             regs,
@@ -145,12 +157,10 @@ impl FuncEncoder {
             {
                 continue;
             }
-            let Ok(name) = std::str::from_utf8(name.bytes()) else {
+            let Some(&fidx) = self.by_name.get(name.bytes()) else {
                 continue;
             };
-            let Some((fidx, ef)) = table.find(name) else {
-                continue;
-            };
+            let ef = table.get(fidx as usize);
             let mut flags = self.analyze(cu, f);
             if self.uncertain_parm_loc(cu, f) {
                 flags |= UNCERTAIN_PARM_LOC;
@@ -277,9 +287,9 @@ impl FuncEncoder {
             let ty = self.param_origin(cu, p).1;
             let (is_struct, size) = (is_struct(cu, ty), type_size(cu, ty, 0));
             has_struct |= is_struct;
-            let slots = if self.one_slot || size > 16 {
-                1
-            } else if size <= 8 {
+            // Register slots: one, or one per 8 bytes of an aggregate passed in
+            // registers (over 16 bytes it goes to memory: one slot, as pahole counts).
+            let slots = if self.one_slot || size <= 8 || size > 16 {
                 1
             } else {
                 size.div_ceil(8) as usize
@@ -630,7 +640,7 @@ fn is_packed(cu: &CuTypes<'_>, r: DieRef) -> bool {
             return true;
         }
     }
-    *size as u64 % max_align != 0
+    !(*size as u64).is_multiple_of(max_align)
 }
 
 /// The register a parameter is in on entry (docs §4): `DW_OP_regN` as the first
