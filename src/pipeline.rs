@@ -94,6 +94,6 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
 /// write. Takes the BTF by value so its types are freed as soon as the dedup has
 /// copied them.
 pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
-    crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
+    crate::dedup::dedup_bytes_owned_encoded(btf, crate::dedup::Compat::Upstream)
         .map_err(|e| format!("dedup: {e}"))
 }

@@ -51,8 +51,8 @@ impl EncoderState {
             crate::btf::Endian::Big
         });
         EncoderState {
+            strings: StrIndex::with_base_of(&btf),
             btf,
-            strings: StrIndex::default(),
             features,
             index_type: None,
             ids: Vec::new(),
@@ -180,6 +180,9 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 } else {
                     let mut kflag = false;
                     let mut out = Vec::with_capacity(members.len());
+                    // pahole adds the type's name before its members' names: the
+                    // string section keeps that order (see `dedup_output`).
+                    st.str(name);
                     st.strings.warm(members.iter().map(|m| m.name));
                     for m in members {
                         let mut bit_offset = m.bit_offset;
@@ -240,6 +243,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 values,
             } => {
                 let size = if size == 0 { 4 } else { size };
+                st.str(name);
                 st.strings.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.features.enum64 {
                     let mut signed = false;
