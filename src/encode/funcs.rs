@@ -190,7 +190,7 @@ impl FuncEncoder {
                 self.annots.push((v, a.component_idx));
             }
             self.saved.push(SavedFunc {
-                func: fidx as u32,
+                func: fidx,
                 addr: f.low_pc,
                 ret,
                 parms_start,
