@@ -337,6 +337,10 @@ pub struct CuTypes<'a> {
     pub vars: &'a [VarDie<'a>],
     /// For reading parameter location lists (None for an empty unit).
     pub locs: Option<LocCtx<'a>>,
+    /// The order pahole adds the types in, as indices into `types`, when it is
+    /// not DIE order (empty then): a struct or union whose DIE contains type DIEs
+    /// (in gcc's output, only types local to a function) comes after them.
+    pub order: &'a [u32],
 }
 
 impl<'a> CuTypes<'a> {
@@ -360,7 +364,18 @@ impl<'a> CuTypes<'a> {
             funcs: &[],
             vars: &[],
             locs: None,
+            order: &[],
         }
+    }
+
+    /// Indices into `types` in the order the types are encoded.
+    pub fn emission_order(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = if self.order.is_empty() {
+            self.types.len()
+        } else {
+            0
+        };
+        (0..n).chain(self.order.iter().map(|&i| i as usize))
     }
 }
 
@@ -481,6 +496,7 @@ pub fn parse_cu<'a, 'i: 'a>(
         decl_tags: BVec::new_in(bump),
         funcs: BVec::new_in(bump),
         vars: BVec::new_in(bump),
+        nests: Vec::new(),
         bump,
         debug_addr: dw.input.section(".debug_addr"),
         addr_base: 0,
@@ -504,6 +520,7 @@ pub fn parse_cu<'a, 'i: 'a>(
     let mut scratch = Scratch::default();
     p.run(data, &mut scratch)
         .map_err(|e| dw.unit_error(idx, e))?;
+    let order = p.emission_order();
     Ok(CuTypes {
         offsets: p.offsets.into_bump_slice(),
         types: p.types.into_bump_slice(),
@@ -516,6 +533,7 @@ pub fn parse_cu<'a, 'i: 'a>(
             lists: dw.dwarf.locations,
             encoding,
         }),
+        order,
     })
 }
 
@@ -533,6 +551,8 @@ struct Parser<'a, 'i, 'u> {
     decl_tags: BVec<'a, DeclTagDie<'a>>,
     funcs: BVec<'a, FuncDie<'a>>,
     vars: BVec<'a, VarDie<'a>>,
+    /// Composites with nested type DIEs: (index, index of the last nested type).
+    nests: Vec<(u32, u32)>,
     bump: &'a Bump,
     /// `.debug_addr` and the unit's `DW_AT_addr_base`.
     debug_addr: &'i [u8],
@@ -613,6 +633,36 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
         }
         Ok(r)
+    }
+
+    /// pahole's order of the unit's types: DIE order, except that a composite
+    /// comes right after the last type nested in it (dwarf_loader adds a struct's
+    /// nested types while reading its children, then the struct). Empty when that
+    /// is DIE order.
+    fn emission_order(&mut self) -> &'a [u32] {
+        if self.nests.is_empty() {
+            return &[];
+        }
+        self.nests.sort_unstable();
+        let mut out = BVec::with_capacity_in(self.types.len(), self.bump);
+        // Composites waiting for their nested types: (index, last nested index);
+        // ranges nest, so the innermost is on top.
+        let mut waiting: Vec<(u32, u32)> = Vec::new();
+        let mut next = self.nests.iter().peekable();
+        for i in 0..self.types.len() as u32 {
+            while waiting.last().is_some_and(|w| w.1 < i) {
+                out.push(waiting.pop().expect("checked").0);
+            }
+            if next.peek().is_some_and(|n| n.0 == i) {
+                waiting.push(*next.next().expect("peeked"));
+            } else {
+                out.push(i);
+            }
+        }
+        while let Some(w) = waiting.pop() {
+            out.push(w.0);
+        }
+        out.into_bump_slice()
     }
 
     /// The address at index `i` of the unit's `.debug_addr` table.
@@ -1071,6 +1121,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let start = f.start as usize;
         match f.kind {
             FrameKind::Composite => {
+                let last = self.types.len() as u32 - 1;
+                if last > f.index {
+                    self.nests.push((f.index, last));
+                }
                 let list = self.bump.alloc_slice_copy(&s.members[start..]);
                 s.members.truncate(start);
                 if let Some(TypeDie::Composite { members, .. }) =

@@ -139,7 +139,8 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
     let fallback_index = TypeId(first + ids.iter().filter(|&&i| i != ALIAS).count() as u32);
     let index_type = st.index_type.unwrap_or(fallback_index);
 
-    for (i, t) in cu.types.iter().enumerate() {
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
         if ids[i] == ALIAS {
             continue;
         }
@@ -424,8 +425,10 @@ fn base_type<'n>(
 fn assign_ids(cu: &CuTypes<'_>, st: &mut EncoderState, first: u32) {
     let ids = &mut st.ids;
     ids.clear();
+    ids.resize(cu.types.len(), ALIAS);
     let mut next = first;
-    for t in cu.types {
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
         let alias = match t {
             TypeDie::Ref {
                 kind: RefKind::Alias,
@@ -437,10 +440,8 @@ fn assign_ids(cu: &CuTypes<'_>, st: &mut EncoderState, first: u32) {
             } => !st.features.type_tag,
             _ => false,
         };
-        if alias {
-            ids.push(ALIAS);
-        } else {
-            ids.push(next);
+        if !alias {
+            ids[i] = next;
             next += 1;
         }
     }
