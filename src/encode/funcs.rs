@@ -850,3 +850,90 @@ fn fwd_kind(t: &Type) -> crate::btf::Kind {
         _ => t.kind(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dwarf::types::LocCtx;
+
+    fn unit_with_locs() -> CuTypes<'static> {
+        let e = gimli::EndianSlice::new(&[][..], gimli::RunTimeEndian::Little);
+        CuTypes {
+            locs: Some(LocCtx {
+                lists: gimli::LocationLists::new(e.into(), e.into()),
+                encoding: gimli::Encoding {
+                    format: gimli::Format::Dwarf32,
+                    version: 5,
+                    address_size: 8,
+                },
+            }),
+            ..CuTypes::empty(0x1d, 8)
+        }
+    }
+
+    #[test]
+    fn entry_registers_from_expressions() {
+        let cu = unit_with_locs();
+        let reg = |e: &'static [u8]| loc_reg(&cu, LocDie::Expr(e));
+        assert_eq!(reg(&[0x55]), Some(5), "DW_OP_reg5");
+        assert_eq!(reg(&[0x75, 0x00]), None, "DW_OP_breg5 alone is memory");
+        assert_eq!(reg(&[0x75, 0x00, 0x9f]), Some(5), "breg5; stack_value");
+        assert_eq!(
+            reg(&[0x75, 0x00, 0x94, 0x04, 0x9f]),
+            Some(5),
+            "breg5; deref_size; stack_value"
+        );
+        assert_eq!(reg(&[0xa3, 0x01, 0x54]), Some(4), "entry_value(reg4)");
+        assert_eq!(
+            reg(&[0xa3, 0x01, 0x54, 0x9f]),
+            Some(4),
+            "entry_value(reg4); stack_value"
+        );
+        assert_eq!(reg(&[0x91, 0x00]), None, "fbreg: spilled");
+        assert_eq!(
+            reg(&[0x51, 0x93, 0x08, 0x52, 0x93, 0x08]),
+            Some(1),
+            "pieces: first"
+        );
+        assert_eq!(reg(&[]), None);
+    }
+
+    #[test]
+    fn types_match_loosely_on_const_and_by_name() {
+        let mut btf = Btf::new(None);
+        let int = btf.push_str(b"int");
+        let s = btf.push_str(b"s");
+        let t = |btf: &mut Btf, name, kind| btf.push_type(Type { name, kind });
+        let i1 = t(
+            &mut btf,
+            int,
+            TypeKind::Int {
+                size: 4,
+                encoding: 1,
+                offset: 0,
+                bits: 32,
+            },
+        );
+        let i2 = t(
+            &mut btf,
+            int,
+            TypeKind::Int {
+                size: 4,
+                encoding: 1,
+                offset: 0,
+                bits: 32,
+            },
+        );
+        let c = t(&mut btf, StrOffset::EMPTY, TypeKind::Const(i2));
+        let p1 = t(&mut btf, StrOffset::EMPTY, TypeKind::Ptr(i1));
+        let p2 = t(&mut btf, StrOffset::EMPTY, TypeKind::Ptr(c));
+        let st = t(&mut btf, s, TypeKind::Fwd { union: false });
+        let un = t(&mut btf, s, TypeKind::Fwd { union: true });
+        assert!(types_match(&btf, i1, c), "const is skipped");
+        assert!(types_match(&btf, p1, p2));
+        assert!(!types_match(&btf, p1, i1));
+        assert!(!types_match(&btf, st, un), "struct s vs union s");
+        assert!(!types_match(&btf, TypeId::VOID, i1));
+        assert!(types_match(&btf, TypeId::VOID, TypeId::VOID));
+    }
+}
