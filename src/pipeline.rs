@@ -31,21 +31,28 @@ pub struct Options {
 
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
-    let btf = encode_file(opts)?;
+    let base = load_base(opts)?;
+    let btf = encode_file_over(opts, base.clone())?;
     let bytes = dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?;
-    match &opts.detached {
-        Some(out) => crate::output::write_atomic(out, &bytes),
-        // Like pahole without --btf_encode_detached: into the input's .BTF section.
-        None => crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)]),
-    }
+    crate::emit::write_output(opts, bytes, base.as_ref())
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
 pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
-    let base = match &opts.btf_base {
-        Some(p) => Some(Arc::new(read_base(p)?)),
-        None => None,
-    };
+    encode_file_over(opts, load_base(opts)?)
+}
+
+/// Reads `--btf_base`, if given.
+pub fn load_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
+    opts.btf_base
+        .as_deref()
+        .map(|p| read_base(p).map(Arc::new))
+        .transpose()
+}
+
+/// [`encode_file`] over a base already read (`opts.btf_base` is not read again), so
+/// that many modules share one base.
+pub fn encode_file_over(opts: &Options, base: Option<Arc<Btf>>) -> Result<Btf, Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
@@ -87,6 +94,12 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
     let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
+}
+
+/// The dedup of [`dedup_output`] with `base` indexed once, for many modules over it.
+pub fn prepare_dedup_base(base: Arc<Btf>) -> Result<crate::dedup::PreparedBase, String> {
+    crate::dedup::PreparedBase::new(base, crate::dedup::Compat::Upstream)
+        .map_err(|e| format!("dedup: {e}"))
 }
 
 /// Deduplicates the encoded BTF as pahole's final `btf__dedup` does (current libbpf,

@@ -97,6 +97,7 @@ fn fwd_kind(r: &[u32]) -> u32 {
 }
 
 /// One dedup state: the fixed canonical types and the batch being processed.
+#[derive(Clone)]
 pub struct Engine {
     compat: Compat,
     /// All records, void (three zero words) first.

@@ -183,6 +183,37 @@ fn dedup_owned(btf: Btf, compat: Compat, keep_strings: bool) -> Result<Vec<u8>, 
     Ok(e.to_bytes(endian, &extra))
 }
 
+/// A dedup with its base already indexed, for many split BTFs over one base (batch
+/// mode): indexing vmlinux's types is done once, each module starts from a copy.
+#[derive(Clone)]
+pub struct PreparedBase {
+    engine: engine::Engine,
+    base: Arc<Btf>,
+}
+
+impl PreparedBase {
+    /// Indexes `base` as [`dedup_bytes_owned`] would for a split BTF over it.
+    pub fn new(base: Arc<Btf>, compat: Compat) -> Result<PreparedBase, DedupError> {
+        Ok(PreparedBase {
+            engine: engine::Engine::new(Some(&base), compat, false)?,
+            base,
+        })
+    }
+
+    /// [`dedup_bytes_owned`] of `btf`, a split BTF over this base: the same bytes.
+    pub fn dedup_bytes_owned(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        if !btf.base().is_some_and(|b| Arc::ptr_eq(b, &self.base)) {
+            return Err(DedupError::BaseMismatch);
+        }
+        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+        let mut e = self.engine.clone();
+        let s = e.load_batch(&btf)?;
+        drop(btf);
+        e.process(s)?;
+        Ok(e.to_bytes(endian, &extra))
+    }
+}
+
 /// Incremental dedup: batches of new types deduplicated against the canonical set
 /// kept so far (see the module doc for how it relates to one-shot dedup).
 pub struct Incremental {
