@@ -55,7 +55,11 @@ long use_b(long x) { counter_b += x; return clash(x, 2); }
 
 /// Builds a.c and b.c into one relocatable object (like a module) and encodes it.
 fn encode(features: &str) -> Option<Btf> {
-    let dir = scratch(&format!("funcs_gcc_{}", features.replace(',', "_")));
+    // Tests run in parallel and may build with the same features: one folder
+    // per call.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("funcs_gcc_{n}_{}", features.replace(',', "_")));
     std::fs::write(dir.join("a.c"), A_C).unwrap();
     std::fs::write(dir.join("b.c"), B_C).unwrap();
     for f in ["a", "b"] {

@@ -202,11 +202,24 @@ impl PreparedBase {
 
     /// [`dedup_bytes_owned`] of `btf`, a split BTF over this base: the same bytes.
     pub fn dedup_bytes_owned(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.dedup_owned(btf, false)
+    }
+
+    /// [`dedup_bytes_owned_encoded`] of `btf`, a split BTF over this base: the same
+    /// bytes.
+    pub fn dedup_bytes_owned_encoded(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.dedup_owned(btf, true)
+    }
+
+    fn dedup_owned(&self, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
         if !btf.base().is_some_and(|b| Arc::ptr_eq(b, &self.base)) {
             return Err(DedupError::BaseMismatch);
         }
         let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
         let mut e = self.engine.clone();
+        if keep_strings {
+            e.keep_strings_of(&btf);
+        }
         let s = e.load_batch(&btf)?;
         drop(btf);
         e.process(s)?;
