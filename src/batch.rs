@@ -81,7 +81,7 @@ fn one(
     let btf = pipeline::encode_file_over(&opts, base.clone())?;
     let bytes = match prepared {
         Some(p) => p
-            .dedup_bytes_owned(btf)
+            .dedup_bytes_owned_encoded(btf)
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         None => pipeline::dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?,
     };

@@ -4,10 +4,11 @@
 //! ([`sched::run_ordered`]): a worker parses unit `i` into its own arena
 //! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
 //! [`CuTypes`] that borrows it (`ParsedUnit`, a `self_cell`); whichever worker holds
-//! the token encodes the next unit ([`crate::encode::encode_cu`]), passes its types on
-//! to the incremental dedup, empties the arena (one step) back into a small pool and
-//! releases the unit's input pages. At most `window` units are parsed but not yet
-//! encoded. DESIGN.md ("The engine") tells the whole story.
+//! the token encodes the next unit ([`crate::encode::encode_cu`]) and its functions and
+//! variables ([`FuncEncoder::add_cu`]), passes its types on to the (optional,
+//! non-default) incremental dedup, empties the arena (one step) back into a small pool
+//! and releases the unit's input pages. At most `window` units are parsed but not yet
+//! encoded; the default dedup is one-shot, over every unit's types at the end. DESIGN.md ("The engine") tells the whole story.
 //!
 //! The output bytes do not depend on `-j` or the window: encoding and deduplication
 //! run in unit order on one token holder at a time, and parsing a unit depends on
@@ -17,7 +18,7 @@ use crate::btf::{self, Btf};
 use crate::dedup::{Compat, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
-use crate::encode::{encode_cu, EncoderState, Features};
+use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
 use crate::mmap::ReleaseFront;
 use crate::Error;
 use std::path::PathBuf;
@@ -44,19 +45,21 @@ pub struct Options {
 /// output (see [`crate::dedup`]'s module doc): one-shot is pahole's (libbpf's) result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DedupMode {
-    /// [`DedupMode::Incremental`] for whole BTF (a vmlinux: the input that needs it,
-    /// and where the result equals one-shot's on the corpus kernel, which the engine
-    /// tests check), [`DedupMode::OneShot`] for split BTF (a module: small enough to
-    /// keep whole, and where unit-by-unit dedup against the base differs, as on the
-    /// corpus's nf_conntrack.ko, which keeps one more duplicate one-shot).
+    /// [`DedupMode::OneShot`] for every input: the only mode whose output is pahole's
+    /// now that functions and variables are encoded (see [`DedupMode::Incremental`]).
     #[default]
     Auto,
     /// Each unit's types are deduplicated against the types kept so far as soon as
     /// the unit is encoded, and a final one-shot pass runs over the kept set: memory
-    /// follows the output, not the input.
+    /// follows the output, not the input. Not correct with functions and variables
+    /// yet: the function encoder saves type ids of the whole growing BTF and adds the
+    /// FUNC_PROTO/FUNC/DECL_TAG/DATASEC types at the end, while this mode restarts
+    /// the encoder's ids every unit ([`EncoderState::take_types`]) and deduplicates
+    /// the strings, so its output is not pahole's. Kept for the engine's types-only
+    /// measurements; never chosen by [`DedupMode::Auto`].
     Incremental,
     /// Every unit's types are kept until the end and deduplicated in one pass, as
-    /// pahole does: the reference the incremental mode is checked against.
+    /// pahole does.
     OneShot,
 }
 
@@ -92,12 +95,7 @@ pub fn encode_bytes_over(
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
 ) -> Result<Vec<u8>, Error> {
-    let mode = match tuning.dedup {
-        DedupMode::Auto if base.is_some() => DedupMode::OneShot,
-        DedupMode::Auto => DedupMode::Incremental,
-        mode => mode,
-    };
-    let mut sink = match mode {
+    let mut sink = match tuning.dedup {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
             Incremental::new(base.clone(), Compat::Upstream)
@@ -205,6 +203,7 @@ fn encode_units(
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
+    let mut funcs = new_func_encoder(&input, &opts.features)?;
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning.window.unwrap_or(workers.max(2));
     let info = input.section(".debug_info");
@@ -233,6 +232,11 @@ fn encode_units(
     };
     let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
         encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
+        // Functions and variables are added in unit order too, right after the
+        // unit's types (pahole's order).
+        funcs
+            .add_cu(unit.borrow_dependent(), &mut state)
+            .map_err(|e| dw.unit_error(idx, e))?;
         let mut arena = unit.into_owner().arena;
         arena.reset();
         lock(&pool).push(arena);
@@ -253,6 +257,16 @@ fn encode_units(
             panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
         },
     )?;
+    funcs
+        .finish(&mut state)
+        .map_err(|e| Error::file(&opts.input, e.0))?;
+    if let Some(inc) = sink {
+        // The FUNC_PROTO/FUNC/DECL_TAG/DATASEC batch `finish` adds (see
+        // `DedupMode::Incremental`: its ids are not remapped yet).
+        let types = state.take_types();
+        inc.add_types(&types, state.btf())
+            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
+    }
     Ok(state)
 }
 
@@ -260,6 +274,18 @@ fn encode_units(
 /// bad state (a Vec push or pop), so a poisoned lock is used as it is.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The function/variable encoder for `input`: its ELF symbols and, with
+/// `decl_tag_kfuncs`, its kfunc sets, read once.
+fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
+    let syms = crate::symbols::ElfSymbols::parse(input.path(), input.bytes())?;
+    let kfuncs = if features.decl_tag_kfuncs {
+        crate::kfuncs::Kfuncs::parse(input.path(), input.bytes())?
+    } else {
+        crate::kfuncs::Kfuncs::default()
+    };
+    FuncEncoder::new(Arc::new(syms), kfuncs, features).map_err(Error::Msg)
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
@@ -283,6 +309,6 @@ pub fn prepare_dedup_base(base: Arc<Btf>) -> Result<crate::dedup::PreparedBase, 
 /// write. Takes the BTF by value so its types are freed as soon as the dedup has
 /// copied them.
 pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
-    crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
+    crate::dedup::dedup_bytes_owned_encoded(btf, crate::dedup::Compat::Upstream)
         .map_err(|e| format!("dedup: {e}"))
 }

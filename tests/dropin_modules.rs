@@ -8,13 +8,12 @@ use dropin_util::*;
 use std::ffi::OsStr;
 use std::process::Command;
 
-/// TODO(lead): set to true when issue 6 (functions, branch funcs2) is merged. Until
-/// then the reference also has the FUNCs, their FUNC_PROTOs and the base types only
-/// those reach (PTRs, CONSTs, memberless structs in .BTF.base), so the check is
-/// limited to type kinds and to "every type we write is in the reference". With
-/// funcs2 merged (tried at 01:50 on a scratch merge) the full comparison is `equal`
-/// and both sections are byte-identical to pahole's for all three modules.
-const FUNCTIONS_LANDED: bool = false;
+/// Issue 6 (functions, branch funcs2) is in: the reference's FUNCs, their
+/// FUNC_PROTOs and the base types only those reach are ours too, so the full
+/// comparison (`equal`, both sections byte-identical to pahole's) is checked. With
+/// `false` the check is limited to type kinds and to "every type we write is in
+/// the reference".
+const FUNCTIONS_LANDED: bool = true;
 
 #[test]
 fn modules_get_distilled_split_btf() {

@@ -1,8 +1,11 @@
 //! The engine's output does not depend on how it runs: the corpus vmlinux and the
 //! three modules (split over the vmlinux's `.BTF`) give the same bytes with 1, 2, 4
-//! and 8 worker threads and several look-ahead windows, and the incremental dedup
-//! gives the bytes of one-shot dedup over the whole encoded stream (pahole's way).
-//! Skips with a message when the corpus is absent.
+//! and 8 worker threads and several look-ahead windows in the default dedup mode
+//! (one-shot over the whole encoded stream, pahole's way), equal to an explicitly
+//! one-shot sequential run. The incremental dedup (`DedupMode::Incremental`) is not
+//! checked: since functions and variables are encoded it no longer gives pahole's
+//! bytes (see its doc), so it is not the default. Skips with a message when the
+//! corpus is absent.
 
 use dwarf2btf::pipeline::{encode_bytes, DedupMode, Options, Tuning};
 use std::ffi::OsString;
@@ -75,40 +78,30 @@ fn check(opts: &Options, mode: DedupMode, configs: &[(usize, usize)]) {
 }
 
 #[test]
-fn vmlinux_bytes_do_not_depend_on_jobs_window_or_dedup_mode() {
+fn vmlinux_bytes_do_not_depend_on_jobs_or_window() {
     let Some(c) = corpus() else {
         eprintln!("skipped: corpus not found (set DWARF2BTF_CORPUS)");
         return;
     };
     check(
         &options(&c.join("vmlinux"), None),
-        DedupMode::Incremental,
+        DedupMode::Auto,
         &[(1, 1), (2, 2), (2, 7), (4, 3), (8, 16)],
     );
 }
 
 #[test]
-fn module_bytes_do_not_depend_on_jobs_window_or_dedup_mode() {
+fn module_bytes_do_not_depend_on_jobs_or_window() {
     let Some(c) = corpus() else {
         eprintln!("skipped: corpus not found (set DWARF2BTF_CORPUS)");
         return;
     };
     let vmlinux = c.join("vmlinux");
-    // The default mode (one-shot for split BTF) at every -j and window.
     for m in ["nf_tables.ko", "nf_conntrack.ko", "vsock_loopback.ko"] {
         check(
             &options(&c.join(m), Some(&vmlinux)),
             DedupMode::Auto,
             &[(1, 1), (1, 2), (2, 2), (4, 4), (8, 3), (8, 32)],
-        );
-    }
-    // Unit-by-unit dedup against the base gives the one-shot bytes for these two
-    // (not for nf_conntrack.ko, where one-shot keeps a duplicate `struct rcuwait`).
-    for m in ["nf_tables.ko", "vsock_loopback.ko"] {
-        check(
-            &options(&c.join(m), Some(&vmlinux)),
-            DedupMode::Incremental,
-            &[(1, 1), (2, 2), (8, 5)],
         );
     }
 }

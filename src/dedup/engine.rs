@@ -346,6 +346,15 @@ impl Engine {
 
     /// The first half of [`Engine::add_batch`]: copies `batch` in (after which the
     /// caller may drop it) and returns the batch's first id for [`Engine::process`].
+    /// Seeds the string set with `batch`'s own strings, in their order: libbpf
+    /// skips string dedup for a BTF built from scratch (`strs_deduped`), so its
+    /// output keeps the encoder's string section as it is, unused strings included.
+    pub fn keep_strings_of(&mut self, batch: &Btf) {
+        for s in batch.strings().split(|&b| b == 0).filter(|s| !s.is_empty()) {
+            self.strs.add(s);
+        }
+    }
+
     pub fn load_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {
         if batch.base_type_count() != self.base_types || batch.base_str_len() != self.str_start {
             return Err(DedupError::BaseMismatch);

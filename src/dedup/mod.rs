@@ -159,9 +159,24 @@ pub fn dedup_bytes(btf: &Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
 /// [`dedup_bytes`] taking `btf` by value, to free it as soon as its types are copied
 /// into the dedup's own compact form: the lowest peak memory, for the CLI.
 pub fn dedup_bytes_owned(btf: Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    dedup_owned(btf, compat, false)
+}
+
+/// [`dedup_bytes_owned`] for a BTF an encoder built from scratch with unique
+/// strings, as pahole's final `btf__dedup`: libbpf then skips its string pass
+/// (`strs_deduped`), so the string section stays as the encoder wrote it, in
+/// insertion order and with strings no kept type uses.
+pub fn dedup_bytes_owned_encoded(btf: Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    dedup_owned(btf, compat, true)
+}
+
+fn dedup_owned(btf: Btf, compat: Compat, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
     let base = btf.base().cloned();
     let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
     let mut e = engine::Engine::new(base.as_deref(), compat, false)?;
+    if keep_strings {
+        e.keep_strings_of(&btf);
+    }
     let s = e.load_batch(&btf)?;
     drop(btf);
     e.process(s)?;
@@ -187,11 +202,24 @@ impl PreparedBase {
 
     /// [`dedup_bytes_owned`] of `btf`, a split BTF over this base: the same bytes.
     pub fn dedup_bytes_owned(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.dedup_owned(btf, false)
+    }
+
+    /// [`dedup_bytes_owned_encoded`] of `btf`, a split BTF over this base: the same
+    /// bytes.
+    pub fn dedup_bytes_owned_encoded(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.dedup_owned(btf, true)
+    }
+
+    fn dedup_owned(&self, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
         if !btf.base().is_some_and(|b| Arc::ptr_eq(b, &self.base)) {
             return Err(DedupError::BaseMismatch);
         }
         let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
         let mut e = self.engine.clone();
+        if keep_strings {
+            e.keep_strings_of(&btf);
+        }
         let s = e.load_batch(&btf)?;
         drop(btf);
         e.process(s)?;

@@ -6,9 +6,12 @@
 //! string index, the array index type) is owned by the state.
 
 mod features;
+pub mod funcs;
 mod strings;
+mod vars;
 
 pub use features::Features;
+pub use funcs::FuncEncoder;
 
 use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
@@ -48,8 +51,8 @@ impl EncoderState {
             crate::btf::Endian::Big
         });
         EncoderState {
+            strings: StrIndex::with_base_of(&btf),
             btf,
-            strings: StrIndex::default(),
             features,
             index_type: None,
             ids: Vec::new(),
@@ -156,7 +159,8 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
     let fallback_index = TypeId(first + ids.iter().filter(|&&i| i != ALIAS).count() as u32);
     let index_type = st.index_type.unwrap_or(fallback_index);
 
-    for (i, t) in cu.types.iter().enumerate() {
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
         if ids[i] == ALIAS {
             continue;
         }
@@ -197,6 +201,9 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 } else {
                     let mut kflag = false;
                     let mut out = Vec::with_capacity(members.len());
+                    // pahole adds the type's name before its members' names: the
+                    // string section keeps that order (see `dedup_output`).
+                    st.str(name);
                     st.strings.warm(members.iter().map(|m| m.name));
                     for m in members {
                         let mut bit_offset = m.bit_offset;
@@ -257,6 +264,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 values,
             } => {
                 let size = if size == 0 { 4 } else { size };
+                st.str(name);
                 st.strings.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.features.enum64 {
                     let mut signed = false;
@@ -437,8 +445,10 @@ fn base_type<'n>(
 fn assign_ids(cu: &CuTypes<'_>, st: &mut EncoderState, first: u32) {
     let ids = &mut st.ids;
     ids.clear();
+    ids.resize(cu.types.len(), ALIAS);
     let mut next = first;
-    for t in cu.types {
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
         let alias = match t {
             TypeDie::Ref {
                 kind: RefKind::Alias,
@@ -450,10 +460,8 @@ fn assign_ids(cu: &CuTypes<'_>, st: &mut EncoderState, first: u32) {
             } => !st.features.type_tag,
             _ => false,
         };
-        if alias {
-            ids.push(ALIAS);
-        } else {
-            ids.push(next);
+        if !alias {
+            ids[i] = next;
             next += 1;
         }
     }
@@ -594,6 +602,7 @@ mod tests {
             decl_tags: &[],
             language: 0x1d,
             address_size: 8,
+            ..CuTypes::empty(0, 8)
         };
         let mut st = EncoderState::new(None, Features::from_list("default"), true);
         encode_cu(&cu, &mut st).unwrap();
@@ -648,6 +657,7 @@ mod limit_tests {
             decl_tags: &[],
             language: 0,
             address_size: 8,
+            ..CuTypes::empty(0, 8)
         };
         let mut st = EncoderState::new(None, Features::default(), true);
         encode_cu(&cu, &mut st)
