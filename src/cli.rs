@@ -13,8 +13,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const USAGE: &str = "usage: dwarf2btf [-J] [-j[N]|--jobs[=N]] [--btf_features=LIST] \
+const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [--btf_features=LIST] \
                      [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] FILE\n       \
+                     dwarf2btf -J [OPTIONS] --btf_base BASE MODULE.ko… (many modules, in parallel)\n       \
+                     dwarf2btf --version (answers as pahole: v1.31)\n       \
                      dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
                      dwarf2btf validate FILE [--base-btf BASE]\n       \
                      dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
@@ -35,18 +37,111 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
 }
 
-/// Parses pahole's encoding command line (`args` without the program name), the
-/// syntax kernel Makefiles use: `[-J] [-j[N]] [--btf_features=LIST]
-/// [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] FILE`.
+/// The version `--version` answers: the pahole release whose output we reproduce.
+/// The kernel's `scripts/pahole-version.sh` turns `v1.31` into `131` and picks the
+/// flags it passes accordingly.
+pub const PAHOLE_VERSION: &str = "v1.31";
+
+/// A pahole-syntax command line, parsed.
+#[derive(Clone, Debug)]
+pub enum PaholeCommand {
+    /// `--version`.
+    Version,
+    /// `--help` (or argp's `-?`).
+    Help,
+    /// `-J …`: encode `inputs` (more than one only without `--btf_encode_detached`).
+    Encode {
+        /// The options; `input` is the first input file.
+        opts: crate::pipeline::Options,
+        /// Every input file, in command-line order.
+        inputs: Vec<PathBuf>,
+        /// Whether `-j`/`--jobs` was given (a batch otherwise uses every core).
+        jobs_given: bool,
+    },
+}
+
+/// pahole options that do something other than encode BTF (pretty-printing,
+/// CTF …), with what they do, for a clear refusal.
+const NOT_ENCODING: &[(&str, &str, &str)] = &[
+    ("-C", "--class_name", "show a type"),
+    ("-E", "--expand_types", "expand types when printing"),
+    ("-F", "--format_path", "choose the debug format to read"),
+    ("-s", "--sizes", "print type sizes"),
+    ("-S", "--show_reorg_steps", "show struct reorganization"),
+    ("-R", "--reorganize", "reorganize structs"),
+    ("-H", "--holes", "print structs with holes"),
+    ("-I", "--show_decl_info", "print declaration info"),
+    ("-a", "--anon_include", "include anonymous types"),
+    (
+        "-A",
+        "--nested_anon_include",
+        "include nested anonymous types",
+    ),
+    ("-d", "--recursive", "print nested structs"),
+    ("-D", "--decl_exclude", "exclude declarations"),
+    ("-e", "--expand_pointers", "expand pointers"),
+    ("-f", "--find_pointers_to", "find pointers to a type"),
+    ("-i", "--contains", "find containing types"),
+    (
+        "-l",
+        "--show_first_biggest_size_base_type_member",
+        "print member sizes",
+    ),
+    ("-m", "--nr_methods", "count methods"),
+    ("-M", "--show_only_data_members", "print data members only"),
+    ("-n", "--nr_members", "count members"),
+    ("-N", "--class_name_len", "print name lengths"),
+    ("-O", "--dwarf_offset", "print a DWARF offset"),
+    ("-P", "--packable", "print packable structs"),
+    ("-r", "--rel_offset", "print relative offsets"),
+    ("-t", "--separator", "set the field separator"),
+    ("-T", "--nr_definitions", "count definitions"),
+    ("-u", "--defined_in", "print where types are defined"),
+    ("-x", "--exclude", "exclude types"),
+    ("-X", "--cu_exclude", "exclude units"),
+    ("-y", "--prefix_filter", "filter types by prefix"),
+    ("-z", "--hex", "print offsets in hex"),
+    ("-Z", "--ctf_encode", "encode CTF"),
+    ("", "--btf_features_strict", "fail on unknown BTF features"),
+    ("", "--supported_btf_features", "list the BTF features"),
+    ("", "--structs", "print structs"),
+    ("", "--prettify", "pretty-print raw data"),
+    ("", "--show_private_classes", "print private classes"),
+    ("", "--fixup_silly_bitfields", "fix bitfields when printing"),
+];
+
+/// The refusal of a pahole option that does not encode BTF, or None if `key` is
+/// not one.
+fn not_encoding(key: &str) -> Option<String> {
+    let (short, long, what) = NOT_ENCODING.iter().find(|(s, l, _)| {
+        (!s.is_empty() && (key == *s || (key.starts_with(s) && key.len() > 2))) || key == *l
+    })?;
+    let name = if short.is_empty() {
+        long.to_string()
+    } else {
+        format!("{short}/{long}")
+    };
+    Some(format!(
+        "pahole option '{key}' ({name}: {what}) is not supported: dwarf2btf implements \
+         only pahole's BTF encoding (-J)"
+    ))
+}
+
+/// Parses pahole's command line (`args` without the program name), the syntax
+/// kernel Makefiles use from 5.x to 6.18: `-J [-j[N]] [--btf_features=LIST]
+/// [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT]
+/// [legacy --skip_encoding_btf_* / --btf_gen_* switches] FILE…`, or `--version`.
 /// Long options take their value as `--opt=V` or `--opt V`.
-pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, Error> {
+pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
     use crate::encode::Features;
-    let mut input = None;
+    let mut inputs = Vec::new();
     let mut btf_base = None;
     let mut detached = None;
     let mut features: Option<Features> = None;
     let mut lang_exclude = Vec::new();
     let mut jobs = 1usize;
+    let mut jobs_given = false;
+    let mut encode = false;
     let mut legacy = Features::pahole_defaults();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -68,7 +163,9 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
             }
         };
         match key {
-            "-J" | "--btf_encode" => {}
+            "--version" => return Ok(PaholeCommand::Version),
+            "--help" | "-?" => return Ok(PaholeCommand::Help),
+            "-J" | "--btf_encode" => encode = true,
             "--btf_features" => features
                 .get_or_insert_with(Features::default)
                 .add_list(&value(key)?),
@@ -81,41 +178,115 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
                 }
             }
             "--btf_base" => btf_base = Some(PathBuf::from(value(key)?)),
-            "--btf_encode_detached" => detached = Some(PathBuf::from(value(key)?)),
-            "--jobs" => jobs = parse_jobs(inline.as_deref())?,
+            // As in pahole, a detached output implies -J.
+            "--btf_encode_detached" => {
+                detached = Some(PathBuf::from(value(key)?));
+                encode = true;
+            }
+            "--jobs" => {
+                jobs = parse_jobs(inline.as_deref())?;
+                jobs_given = true;
+            }
+            // pahole's switches from before --btf_features (1.18 … 1.25), each the
+            // feature pahole maps it to.
             "--btf_encode_force" => legacy.encode_force = true,
             "--btf_gen_floats" => legacy.float = true,
+            // pahole 1.31 implements --btf_gen_all as floats only.
             "--btf_gen_all" => legacy.float = true,
+            "--btf_gen_optimized" => legacy.optimized_func = true,
             "--skip_encoding_btf_vars" => legacy.var = false,
             "--skip_encoding_btf_decl_tag" => legacy.decl_tag = false,
             "--skip_encoding_btf_type_tag" => legacy.type_tag = false,
             "--skip_encoding_btf_enum64" => legacy.enum64 = false,
             "--skip_encoding_btf_inconsistent_proto" => legacy.consistent_func = true,
-            "--btf_gen_optimized" => legacy.optimized_func = true,
-            _ if key.starts_with("-j") => {
-                jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?
+            "--reproducible_build" => legacy.reproducible_build = true,
+            _ if key.starts_with("-j") && !key.starts_with("--") => {
+                jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?;
+                jobs_given = true;
             }
             _ if key.starts_with('-') && key.len() > 1 => {
-                return Err(Error::Msg(format!("unknown option '{a}'\n{USAGE}")))
+                return Err(Error::Msg(
+                    not_encoding(key).unwrap_or_else(|| format!("unknown option '{a}'\n{USAGE}")),
+                ))
             }
-            _ => {
-                if input.replace(PathBuf::from(arg)).is_some() {
-                    return Err(Error::Msg(format!(
-                        "more than one input file given\n{USAGE}"
-                    )));
-                }
-            }
+            _ => inputs.push(PathBuf::from(arg)),
         }
     }
-    let input = input.ok_or_else(|| Error::Msg(format!("no input file given\n{USAGE}")))?;
-    Ok(crate::pipeline::Options {
-        input,
-        btf_base,
-        detached,
-        features: features.unwrap_or(legacy),
-        lang_exclude,
-        jobs,
+    if !encode {
+        return Err(Error::Msg(format!(
+            "without -J pahole pretty-prints types; dwarf2btf only encodes BTF: add -J \
+             (or --btf_encode_detached=OUT)\n{USAGE}"
+        )));
+    }
+    let input = inputs
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::Msg(format!("no input file given\n{USAGE}")))?;
+    if detached.is_some() && inputs.len() > 1 {
+        return Err(Error::Msg(format!(
+            "--btf_encode_detached writes one file: give one input file\n{USAGE}"
+        )));
+    }
+    let reproducible = legacy.reproducible_build;
+    let mut features = features.unwrap_or(legacy);
+    // The legacy switch also applies with --btf_features (pahole's Makefile.btf
+    // passes it next to the list).
+    features.reproducible_build |= reproducible;
+    Ok(PaholeCommand::Encode {
+        opts: crate::pipeline::Options {
+            input,
+            btf_base,
+            detached,
+            features,
+            lang_exclude,
+            jobs,
+        },
+        inputs,
+        jobs_given,
     })
+}
+
+/// Parses a pahole encoding command line for exactly one input file (see
+/// [`parse_pahole_cmdline`]).
+pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, Error> {
+    match parse_pahole_cmdline(args)? {
+        PaholeCommand::Encode { opts, inputs, .. } if inputs.len() == 1 => Ok(opts),
+        PaholeCommand::Encode { .. } => Err(Error::Msg(format!(
+            "more than one input file given\n{USAGE}"
+        ))),
+        PaholeCommand::Version | PaholeCommand::Help => {
+            Err(Error::Msg(format!("not an encoding command line\n{USAGE}")))
+        }
+    }
+}
+
+/// Runs a pahole-syntax command line: one input as pahole, several as a batch.
+fn run_pahole(args: &[OsString]) -> Result<(), Error> {
+    match parse_pahole_cmdline(args)? {
+        PaholeCommand::Version => {
+            println!("{PAHOLE_VERSION}");
+            Ok(())
+        }
+        PaholeCommand::Help => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        PaholeCommand::Encode { opts, inputs, .. } if inputs.len() == 1 => {
+            crate::pipeline::run(&opts)
+        }
+        PaholeCommand::Encode {
+            opts,
+            inputs,
+            jobs_given,
+        } => {
+            let workers = if jobs_given {
+                opts.jobs
+            } else {
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            };
+            crate::batch::run_many(&opts, &inputs, workers)
+        }
+    }
 }
 
 /// `-j` / `--jobs` value: absent means one per CPU, as pahole.
@@ -149,6 +320,16 @@ impl From<clap::Error> for CliError {
 
 /// Dispatches on the mode (first argument).
 fn run(args: Vec<OsString>) -> Result<(), CliError> {
+    // Under the name `pahole` (a symlink, or PAHOLE=… in a kernel build) there are no
+    // subcommands: everything is pahole's syntax.
+    let invoked_as = args
+        .first()
+        .and_then(|a| Path::new(a).file_name())
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if invoked_as == "pahole" {
+        return Ok(run_pahole(&args[1..])?);
+    }
     let mode = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
     // The mode's own parser sees "dwarf2btf MODE" as its program name.
     let rest = || {
@@ -166,7 +347,7 @@ fn run(args: Vec<OsString>) -> Result<(), CliError> {
         }
         "" => Err(Error::Msg(USAGE.into()).into()),
         // Anything else is pahole's encoding syntax (`-J … FILE`).
-        _ => Ok(crate::pipeline::run(&parse_pahole_args(&args[1..])?)?),
+        _ => Ok(run_pahole(&args[1..])?),
     }
 }
 
@@ -336,5 +517,80 @@ mod tests {
         assert!(parse(&["-J", "-j0", "x"]).is_err());
         assert!(parse(&["--lang_exclude=klingon", "x"]).is_err());
         assert!(parse(&["a", "b"]).is_err());
+    }
+
+    fn cmdline(args: &[&str]) -> Result<PaholeCommand, Error> {
+        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
+        parse_pahole_cmdline(&v)
+    }
+
+    #[test]
+    fn legacy_switches_map_to_features() {
+        let o = parse(&[
+            "-J",
+            "--skip_encoding_btf_vars",
+            "--btf_gen_floats",
+            "--skip_encoding_btf_decl_tag",
+            "--skip_encoding_btf_type_tag",
+            "--skip_encoding_btf_enum64",
+            "--skip_encoding_btf_inconsistent_proto",
+            "--btf_gen_optimized",
+            "--btf_encode_force",
+            "--reproducible_build",
+            "x",
+        ])
+        .unwrap();
+        let f = &o.features;
+        assert!(!f.var && f.float && !f.decl_tag && !f.type_tag && !f.enum64);
+        assert!(f.consistent_func && f.optimized_func && f.encode_force);
+        assert!(f.reproducible_build && !f.distilled_base);
+        // --btf_features replaces the legacy set, but --reproducible_build stays.
+        let o = parse(&["-J", "--reproducible_build", "--btf_features=var", "x"]).unwrap();
+        assert!(o.features.var && o.features.reproducible_build && !o.features.enum64);
+        assert!(parse(&["-J", "--btf_gen_all", "x"]).unwrap().features.float);
+        // Makefile.btf gives modules a second list (`--btf_features=distilled_base`).
+        let o = parse(&[
+            "-J",
+            "--btf_features=var",
+            "--btf_features",
+            "distilled_base",
+            "x",
+        ]);
+        let f = o.unwrap().features;
+        assert!(f.var && f.distilled_base && !f.float);
+    }
+
+    #[test]
+    fn version_batch_and_refusals() {
+        assert!(matches!(
+            cmdline(&["--version"]),
+            Ok(PaholeCommand::Version)
+        ));
+        assert!(matches!(cmdline(&["--help"]), Ok(PaholeCommand::Help)));
+        match cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap() {
+            PaholeCommand::Encode {
+                opts,
+                inputs,
+                jobs_given,
+            } => {
+                assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
+                assert_eq!(opts.input, PathBuf::from("a.ko"));
+                assert!(!jobs_given);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse(&["-J", "a.ko", "b.ko"]).is_err());
+        assert!(cmdline(&["--btf_encode_detached=o", "a", "b"]).is_err());
+        // A detached output implies -J, as in pahole.
+        assert!(parse(&["--btf_encode_detached=o", "a"]).is_ok());
+        let e = cmdline(&["-J", "-Ctask_struct", "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--class_name") && e.contains("not supported"),
+            "{e}"
+        );
+        let e = cmdline(&["x"]).unwrap_err().to_string();
+        assert!(e.contains("add -J"), "{e}");
     }
 }

@@ -64,12 +64,23 @@ impl ElfInput {
             .map_err(|e| Error::file(path, format!("cannot parse ELF: {e}")))?;
         let relocatable = obj.kind() == object::ObjectKind::Relocatable;
         let little_endian = obj.is_little_endian();
+        // pahole reads modules through libdwfl, which relocates their DWARF with
+        // the section addresses it lays out itself: use the same addresses.
+        let layout: Vec<u64> = if relocatable {
+            crate::symbols::ElfSymbols::parse(path, data)?
+                .sections
+                .iter()
+                .map(|s| s.addr)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut sections = HashMap::new();
         for &name in DEBUG_SECTIONS {
             let Some(sec) = obj.section_by_name(name) else {
                 continue;
             };
-            let sd = load_section(&obj, &sec, data, relocatable, little_endian)
+            let sd = load_section(&obj, &sec, data, relocatable, little_endian, &layout)
                 .map_err(|msg| Error::file(path, format!("section {name}: {msg}")))?;
             sections.insert(name, sd);
         }
@@ -118,6 +129,12 @@ impl ElfInput {
     pub fn bytes(&self) -> &[u8] {
         &self.map
     }
+
+    /// The mapping itself, to release pages of consumed sections
+    /// ([`crate::mmap::ReleaseFront`]).
+    pub fn map(&self) -> &memmap2::Mmap {
+        &self.map
+    }
 }
 
 /// Loads one section: in place when possible, otherwise an owned, inflated and
@@ -128,6 +145,7 @@ fn load_section(
     file: &[u8],
     relocatable: bool,
     little_endian: bool,
+    layout: &[u64],
 ) -> Result<SectionData, String> {
     let range = sec.compressed_file_range().map_err(|e| e.to_string())?;
     let compressed = range.format != object::CompressionFormat::None;
@@ -157,7 +175,7 @@ fn load_section(
         .map_err(|e| e.to_string())?
         .into_owned();
     if has_relocs {
-        apply_relocations(obj, sec, &mut bytes, little_endian)?;
+        apply_relocations(obj, sec, &mut bytes, little_endian, layout)?;
     }
     Ok(SectionData::Owned(bytes))
 }
@@ -174,12 +192,15 @@ fn plausible_inflation(format: object::CompressionFormat, compressed: u64, claim
 }
 
 /// Applies the absolute relocations of a debug section of a relocatable object
-/// (`S + A`, 32 or 64 bits): string offsets, section offsets and addresses.
+/// (`S + A`, 32 or 64 bits): string offsets, section offsets and addresses. A
+/// symbol's value is its offset plus its section's address in `layout` (libdwfl's
+/// layout; 0 for sections it does not place).
 fn apply_relocations(
     obj: &object::File<'_>,
     sec: &object::Section<'_, '_>,
     bytes: &mut [u8],
     little_endian: bool,
+    layout: &[u64],
 ) -> Result<(), String> {
     for (offset, reloc) in sec.relocations() {
         if reloc.kind() != RelocationKind::Absolute {
@@ -192,10 +213,17 @@ fn apply_relocations(
             ));
         }
         let sym_value = match reloc.target() {
-            RelocationTarget::Symbol(idx) => obj
-                .symbol_by_index(idx)
-                .map_err(|e| format!("relocation at {offset:#x}: {e}"))?
-                .address(),
+            RelocationTarget::Symbol(idx) => {
+                let sym = obj
+                    .symbol_by_index(idx)
+                    .map_err(|e| format!("relocation at {offset:#x}: {e}"))?;
+                let base = sym
+                    .section_index()
+                    .and_then(|i| layout.get(i.0))
+                    .copied()
+                    .unwrap_or(0);
+                sym.address().wrapping_add(base)
+            }
             RelocationTarget::Absolute => 0,
             _ => {
                 return Err(format!(

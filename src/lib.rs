@@ -5,12 +5,15 @@
 //! See DESIGN.md for the phases and who owns what memory.
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod btf;
 pub mod cli;
 pub mod dedup;
+pub mod distill;
 pub mod dwarf;
 pub mod elf;
 pub mod elf_write;
+pub mod emit;
 pub mod encode;
 mod error;
 pub mod kfuncs;

@@ -1,16 +1,28 @@
 //! The encoding run: ELF → DWARF units → (per unit) arena → encoder → dedup → file.
 //!
-//! Parsing a unit ([`crate::dwarf::types::parse_cu`]) and encoding it
-//! ([`crate::encode::encode_cu`]) are separate steps: a unit's arena is dropped as
-//! soon as the unit is encoded, and units are encoded strictly in unit order.
+//! Units are parsed in parallel and encoded strictly in unit order
+//! ([`sched::run_ordered`]): a worker parses unit `i` into its own arena
+//! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
+//! [`CuTypes`] that borrows it (`ParsedUnit`, a `self_cell`); whichever worker holds
+//! the token encodes the next unit ([`crate::encode::encode_cu`]) and its functions and
+//! variables ([`FuncEncoder::add_cu`]), passes its types on to the (optional,
+//! non-default) incremental dedup, empties the arena (one step) back into a small pool
+//! and releases the unit's input pages. At most `window` units are parsed but not yet
+//! encoded; the default dedup is one-shot, over every unit's types at the end. DESIGN.md ("The engine") tells the whole story.
+//!
+//! The output bytes do not depend on `-j` or the window: encoding and deduplication
+//! run in unit order on one token holder at a time, and parsing a unit depends on
+//! nothing but the unit.
 
 use crate::btf::{self, Btf};
-use crate::dwarf::{types::parse_cu, DwarfInput};
+use crate::dedup::{Compat, Incremental};
+use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
-use crate::encode::{encode_cu, EncoderState, Features};
+use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
+use crate::mmap::ReleaseFront;
 use crate::Error;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// What to encode and where to write it (pahole's `-J` options).
 #[derive(Clone, Debug)]
@@ -29,35 +41,251 @@ pub struct Options {
     pub jobs: usize,
 }
 
+/// How the final dedup is reached. They differ in time and memory, and can differ in
+/// output (see [`crate::dedup`]'s module doc): one-shot is pahole's (libbpf's) result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DedupMode {
+    /// [`DedupMode::OneShot`] for every input: the only mode whose output is pahole's
+    /// now that functions and variables are encoded (see [`DedupMode::Incremental`]).
+    #[default]
+    Auto,
+    /// Each unit's types are deduplicated against the types kept so far as soon as
+    /// the unit is encoded, and a final one-shot pass runs over the kept set: memory
+    /// follows the output, not the input. Not correct with functions and variables
+    /// yet: the function encoder saves type ids of the whole growing BTF and adds the
+    /// FUNC_PROTO/FUNC/DECL_TAG/DATASEC types at the end, while this mode restarts
+    /// the encoder's ids every unit ([`EncoderState::take_types`]) and deduplicates
+    /// the strings, so its output is not pahole's. Kept for the engine's types-only
+    /// measurements; never chosen by [`DedupMode::Auto`].
+    Incremental,
+    /// Every unit's types are kept until the end and deduplicated in one pass, as
+    /// pahole does.
+    OneShot,
+}
+
+/// Engine settings that never change the output, only time and memory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tuning {
+    /// Worker threads, overriding what `-j` gives ([`workers_for`]); tests use it to
+    /// run more threads than the machine has CPUs.
+    pub workers: Option<usize>,
+    /// Most units parsed but not yet encoded at once (default: the workers, at least
+    /// two, so that a worker parses the next unit while the token holder encodes;
+    /// each unit of window costs one parsed unit's arena and its input pages).
+    pub window: Option<usize>,
+    /// How the dedup is reached.
+    pub dedup: DedupMode,
+}
+
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
-    let btf = encode_file(opts)?;
-    let bytes = dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?;
-    match &opts.detached {
-        Some(out) => crate::output::write_atomic(out, &bytes),
-        // Like pahole without --btf_encode_detached: into the input's .BTF section.
-        None => crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)]),
+    let base = load_base(opts)?;
+    let bytes = encode_bytes_over(opts, &Tuning::default(), base.clone())?;
+    crate::emit::write_output(opts, bytes, base.as_ref())
+}
+
+/// Encodes and deduplicates the input's DWARF: the raw `.BTF` bytes pahole writes.
+pub fn encode_bytes(opts: &Options, tuning: &Tuning) -> Result<Vec<u8>, Error> {
+    encode_bytes_over(opts, tuning, load_base(opts)?)
+}
+
+/// [`encode_bytes`] over a base already read (`opts.btf_base` is not read again).
+pub fn encode_bytes_over(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+) -> Result<Vec<u8>, Error> {
+    let mut sink = match tuning.dedup {
+        DedupMode::OneShot | DedupMode::Auto => None,
+        DedupMode::Incremental => Some(
+            Incremental::new(base.clone(), Compat::Upstream)
+                .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
+        ),
+    };
+    let state = encode_units(opts, tuning, base, &mut sink)?;
+    let dedup_err = |e| Error::file(&opts.input, format!("dedup: {e}"));
+    match sink {
+        None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
+        Some(inc) => {
+            let btf = state.finish();
+            let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+            drop(btf);
+            inc.finish_bytes(endian, &extra).map_err(dedup_err)
+        }
     }
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
 pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
-    let base = match &opts.btf_base {
-        Some(p) => Some(Arc::new(read_base(p)?)),
-        None => None,
+    encode_file_over(opts, load_base(opts)?)
+}
+
+/// Reads `--btf_base`, if given.
+pub fn load_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
+    opts.btf_base
+        .as_deref()
+        .map(|p| read_base(p).map(Arc::new))
+        .transpose()
+}
+
+/// [`encode_file`] over a base already read (`opts.btf_base` is not read again), so
+/// that many modules share one base.
+pub fn encode_file_over(opts: &Options, base: Option<Arc<Btf>>) -> Result<Btf, Error> {
+    let tuning = Tuning {
+        dedup: DedupMode::OneShot,
+        ..Tuning::default()
     };
+    Ok(encode_units(opts, &tuning, base, &mut None)?.finish())
+}
+
+/// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
+/// may run on. Parsing is CPU-bound, so threads beyond the CPUs would not finish
+/// sooner; they would only keep more units (and more per-thread allocator memory)
+/// alive at once. The output is the same for any count.
+pub fn workers_for(jobs: usize) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    jobs.clamp(1, cpus)
+}
+
+/// What a worker owns for one parsed unit: its arena, and what the parse needs from
+/// the run (so that the parse may borrow the arena for less than `'i`).
+struct UnitOwner<'i> {
+    arena: arena::CuArena,
+    dw: &'i DwarfInput<'i>,
+    idx: usize,
+    exclude: &'i [u16],
+}
+
+self_cell::self_cell!(
+    /// One parsed unit: its arena and the [`CuTypes`] that borrow it, moved as one
+    /// value from the worker that parsed it to the one that encodes it. The input
+    /// data the types also borrow lives for the whole run, longer than the cell.
+    struct ParsedUnit<'i> {
+        owner: UnitOwner<'i>,
+        #[covariant]
+        dependent: CuTypes,
+    }
+);
+
+/// The parse of one unit into its arena. A named function, not a closure: the type
+/// of its argument carries the bound `'i: 'a` that lets the types borrow both.
+fn build_unit<'a, 'i>(o: &'a UnitOwner<'i>) -> Result<CuTypes<'a>, Error> {
+    let cu = parse_cu(o.dw, o.idx, o.arena.bump(), o.exclude)?;
+    o.arena.report();
+    Ok(cu)
+}
+
+/// Parses unit `idx` of `dw` into `arena`.
+fn parse_unit<'i>(
+    dw: &'i DwarfInput<'i>,
+    idx: usize,
+    exclude: &'i [u16],
+    arena: arena::CuArena,
+) -> Result<ParsedUnit<'i>, Error> {
+    let owner = UnitOwner {
+        arena,
+        dw,
+        idx,
+        exclude,
+    };
+    ParsedUnit::try_new(owner, build_unit)
+}
+
+/// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
+/// state. With an incremental dedup (`sink`), each unit's types leave the encoder
+/// for it right after the unit is encoded; without, they stay in the encoder's BTF.
+fn encode_units(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+    sink: &mut Option<Incremental>,
+) -> Result<EncoderState, Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
-    for idx in 0..dw.unit_count() {
-        let arena = arena::CuArena::new();
-        let cu = parse_cu(&dw, idx, arena.bump(), &opts.lang_exclude)?;
-        encode_cu(&cu, &mut state).map_err(|e| dw.unit_error(idx, e))?;
-        // The unit's types are now owned by the BTF; `cu` borrows the arena and ends
-        // here, and the arena is freed at once.
-        drop(arena);
+    let mut funcs = new_func_encoder(&input, &opts.features)?;
+    let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
+    let window = tuning.window.unwrap_or(workers.max(2));
+    let info = input.section(".debug_info");
+    // The unit boundaries as offsets into the mapping, when .debug_info is read in
+    // place (not an inflated or relocated copy, as in a module).
+    let info_start = (info.as_ptr() as usize).wrapping_sub(input.bytes().as_ptr() as usize);
+    let mapped =
+        info_start <= input.bytes().len() && info.len() <= input.bytes().len() - info_start;
+    let mut front = mapped.then(|| ReleaseFront::new(info_start..info_start + info.len()));
+    let unit_end = |idx: usize| -> usize {
+        match dw.units.get(idx + 1) {
+            Some(next) => next
+                .offset()
+                .as_debug_info_offset()
+                .map_or(info.len(), |o| o.0),
+            None => info.len(),
+        }
+    };
+    // Emptied arenas, for the next units: a unit's data is freed in one step when it
+    // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
+    // most window + workers arenas ever exist.
+    let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
+    let produce = |idx: usize| {
+        let arena = lock(&pool).pop().unwrap_or_default();
+        parse_unit(&dw, idx, &opts.lang_exclude, arena)
+    };
+    let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+        encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
+        // Functions and variables are added in unit order too, right after the
+        // unit's types (pahole's order).
+        funcs
+            .add_cu(unit.borrow_dependent(), &mut state)
+            .map_err(|e| dw.unit_error(idx, e))?;
+        let mut arena = unit.into_owner().arena;
+        arena.reset();
+        lock(&pool).push(arena);
+        if let Some(inc) = sink {
+            let types = state.take_types();
+            inc.add_types(&types, state.btf())
+                .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?;
+        }
+        if let Some(front) = &mut front {
+            // Releasing only saves memory: a failure is not worth failing the run for.
+            let _ = front.release_through(input.map(), info_start + unit_end(idx));
+        }
+        Ok(())
+    };
+    sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(
+        |e| match e {
+            sched::Error::Failed { error, .. } => error,
+            panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+        },
+    )?;
+    funcs
+        .finish(&mut state)
+        .map_err(|e| Error::file(&opts.input, e.0))?;
+    if let Some(inc) = sink {
+        // The FUNC_PROTO/FUNC/DECL_TAG/DATASEC batch `finish` adds (see
+        // `DedupMode::Incremental`: its ids are not remapped yet).
+        let types = state.take_types();
+        inc.add_types(&types, state.btf())
+            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
     }
-    Ok(state.finish())
+    Ok(state)
+}
+
+/// The pool's lock; a panic elsewhere while it was held cannot leave the pool in a
+/// bad state (a Vec push or pop), so a poisoned lock is used as it is.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The function/variable encoder for `input`: its ELF symbols and, with
+/// `decl_tag_kfuncs`, its kfunc sets, read once.
+fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
+    let syms = crate::symbols::ElfSymbols::parse(input.path(), input.bytes())?;
+    let kfuncs = if features.decl_tag_kfuncs {
+        crate::kfuncs::Kfuncs::parse(input.path(), input.bytes())?
+    } else {
+        crate::kfuncs::Kfuncs::default()
+    };
+    FuncEncoder::new(Arc::new(syms), kfuncs, features).map_err(Error::Msg)
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
@@ -70,11 +298,17 @@ fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
 
+/// The dedup of [`dedup_output`] with `base` indexed once, for many modules over it.
+pub fn prepare_dedup_base(base: Arc<Btf>) -> Result<crate::dedup::PreparedBase, String> {
+    crate::dedup::PreparedBase::new(base, crate::dedup::Compat::Upstream)
+        .map_err(|e| format!("dedup: {e}"))
+}
+
 /// Deduplicates the encoded BTF as pahole's final `btf__dedup` does (current libbpf,
 /// the one pahole 1.31's references were made with) and returns the raw bytes to
 /// write. Takes the BTF by value so its types are freed as soon as the dedup has
 /// copied them.
 pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
-    crate::dedup::dedup_bytes_owned(btf, crate::dedup::Compat::Upstream)
+    crate::dedup::dedup_bytes_owned_encoded(btf, crate::dedup::Compat::Upstream)
         .map_err(|e| format!("dedup: {e}"))
 }

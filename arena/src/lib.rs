@@ -111,6 +111,10 @@ impl Tracker {
         self.live_bytes.fetch_sub(bytes, Ordering::Relaxed);
     }
 
+    fn bytes_shrank(&self, by: usize) {
+        self.live_bytes.fetch_sub(by, Ordering::Relaxed);
+    }
+
     fn bytes_grew(&self, by: usize) {
         let live = self.live_bytes.fetch_add(by, Ordering::Relaxed) + by;
         self.peak_bytes.fetch_max(live, Ordering::Relaxed);
@@ -192,6 +196,21 @@ impl CuArena {
         }
     }
 
+    /// Frees the whole unit at once, like dropping the arena, but keeps the arena's
+    /// largest chunk for the next unit: an engine that recycles a few arenas then
+    /// stops handing chunks back to the allocator and asking for them again, which
+    /// with one allocator heap per thread leaves each thread's heap holding freed
+    /// chunks of its own.
+    pub fn reset(&mut self) {
+        self.bump.reset();
+        let now = self.bump.allocated_bytes();
+        let before = self.reported.get();
+        if now < before {
+            self.tracker.bytes_shrank(before - now);
+            self.reported.set(now);
+        }
+    }
+
     /// Moves `value` into the arena.
     pub fn alloc<T>(&self, value: T) -> &mut T {
         const {
@@ -254,6 +273,24 @@ impl Drop for CuArena {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reset_frees_all_but_one_chunk() {
+        static T: Tracker = Tracker::new();
+        let mut arena = CuArena::with_tracker(&T);
+        for i in 0..10_000u32 {
+            arena.alloc_slice(&[i; 16]);
+        }
+        arena.report();
+        let grown = T.stats().live_bytes;
+        arena.reset();
+        let after = T.stats().live_bytes;
+        assert!(after < grown, "{after} < {grown}");
+        assert_eq!(after, arena.allocated_bytes());
+        assert_eq!(T.stats().live_arenas, 1);
+        drop(arena);
+        assert_eq!(T.stats().live_bytes, 0);
+    }
 
     #[test]
     fn helpers_copy_data_and_size_grows() {

@@ -11,7 +11,7 @@ use super::fxhash::FxHashMap;
 use super::strset::{StrIndex, StrSet};
 use super::table::CandTable;
 use super::{Compat, DedupError};
-use crate::btf::{read, Btf, Endian, StrOffset};
+use crate::btf::{read, Btf, Endian, StrOffset, Type};
 
 /// A type not looked at yet.
 const UNPROCESSED: u32 = u32::MAX;
@@ -97,6 +97,7 @@ fn fwd_kind(r: &[u32]) -> u32 {
 }
 
 /// One dedup state: the fixed canonical types and the batch being processed.
+#[derive(Clone)]
 pub struct Engine {
     compat: Compat,
     /// All records, void (three zero words) first.
@@ -127,6 +128,8 @@ pub struct Engine {
     base_strs: Option<StrIndex>,
     str_start: u32,
     cand_buf: Vec<u32>,
+    /// The caller's string offset → ours, kept across `load_types` batches.
+    str_memo: FxHashMap<u32, u32>,
     eq_stack: Vec<(u32, u32)>,
     ref_stack: Vec<(u32, usize)>,
 }
@@ -173,6 +176,7 @@ impl Engine {
             base_strs: None,
             str_start: 0,
             cand_buf: Vec::new(),
+            str_memo: FxHashMap::default(),
             eq_stack: Vec::new(),
             ref_stack: Vec::new(),
         };
@@ -342,12 +346,38 @@ impl Engine {
 
     /// The first half of [`Engine::add_batch`]: copies `batch` in (after which the
     /// caller may drop it) and returns the batch's first id for [`Engine::process`].
+    /// Seeds the string set with `batch`'s own strings, in their order: libbpf
+    /// skips string dedup for a BTF built from scratch (`strs_deduped`), so its
+    /// output keeps the encoder's string section as it is, unused strings included.
+    pub fn keep_strings_of(&mut self, batch: &Btf) {
+        for s in batch.strings().split(|&b| b == 0).filter(|s| !s.is_empty()) {
+            self.strs.add(s);
+        }
+    }
+
     pub fn load_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {
         if batch.base_type_count() != self.base_types || batch.base_str_len() != self.str_start {
             return Err(DedupError::BaseMismatch);
         }
         let s = self.n_ids();
-        self.load(batch, s)?;
+        self.strs.reserve(batch.strings().len());
+        self.load(batch.types(), batch, s, false)?;
+        Ok(s)
+    }
+
+    /// [`Engine::load_batch`] for types held apart from their strings: `types` are
+    /// numbered from `strings.first_id()` as if they were `strings`' own types, and
+    /// their names are offsets into `strings` (whose own types are ignored). This lets
+    /// an encoder hand over one unit's types while keeping its string section, which
+    /// must only grow from one call to the next (an offset names the same string in
+    /// every call): the offset → our offset memo is kept across calls.
+    pub fn load_types(&mut self, types: &[Type], strings: &Btf) -> Result<u32, DedupError> {
+        if strings.base_type_count() != self.base_types || strings.base_str_len() != self.str_start
+        {
+            return Err(DedupError::BaseMismatch);
+        }
+        let s = self.n_ids();
+        self.load(types, strings, s, true)?;
         Ok(s)
     }
 
@@ -374,19 +404,29 @@ impl Engine {
 
     /// Appends `batch`'s records with ids renumbered from `s` and strings moved into
     /// our string set (libbpf's `btf_dedup_strings`, in the same visiting order).
-    fn load(&mut self, batch: &Btf, s: u32) -> Result<(), DedupError> {
+    fn load(
+        &mut self,
+        types: &[Type],
+        batch: &Btf,
+        s: u32,
+        keep_memo: bool,
+    ) -> Result<(), DedupError> {
         let base = self.base_types;
-        let own = batch.types().len() as u32;
-        let last_local = batch.type_count();
+        let own = types.len() as u32;
+        let last_local = base + own;
         let mut w = std::mem::take(&mut self.w);
-        let n = batch.types().len();
+        let n = types.len();
         w.reserve(n * 8);
         self.offs.reserve(n);
         self.map.reserve(n);
         self.hypot.reserve(n);
-        self.strs.reserve(batch.strings().len());
-        let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
-        for (i, t) in batch.types().iter().enumerate() {
+        // A caller whose string section only grows keeps the memo from one batch to
+        // the next (`load_types`); otherwise each batch starts afresh.
+        let mut memo = match keep_memo {
+            true => std::mem::take(&mut self.str_memo),
+            false => FxHashMap::default(),
+        };
+        for (i, t) in types.iter().enumerate() {
             let id = s + i as u32;
             let start = w.len();
             push_type(&mut w, t);
@@ -446,6 +486,9 @@ impl Engine {
             });
         }
         self.w = w;
+        if keep_memo {
+            self.str_memo = memo;
+        }
         self.hypot.resize((s + own) as usize, UNPROCESSED);
         Ok(())
     }

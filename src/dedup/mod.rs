@@ -159,13 +159,72 @@ pub fn dedup_bytes(btf: &Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
 /// [`dedup_bytes`] taking `btf` by value, to free it as soon as its types are copied
 /// into the dedup's own compact form: the lowest peak memory, for the CLI.
 pub fn dedup_bytes_owned(btf: Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    dedup_owned(btf, compat, false)
+}
+
+/// [`dedup_bytes_owned`] for a BTF an encoder built from scratch with unique
+/// strings, as pahole's final `btf__dedup`: libbpf then skips its string pass
+/// (`strs_deduped`), so the string section stays as the encoder wrote it, in
+/// insertion order and with strings no kept type uses.
+pub fn dedup_bytes_owned_encoded(btf: Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
+    dedup_owned(btf, compat, true)
+}
+
+fn dedup_owned(btf: Btf, compat: Compat, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
     let base = btf.base().cloned();
     let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
     let mut e = engine::Engine::new(base.as_deref(), compat, false)?;
+    if keep_strings {
+        e.keep_strings_of(&btf);
+    }
     let s = e.load_batch(&btf)?;
     drop(btf);
     e.process(s)?;
     Ok(e.to_bytes(endian, &extra))
+}
+
+/// A dedup with its base already indexed, for many split BTFs over one base (batch
+/// mode): indexing vmlinux's types is done once, each module starts from a copy.
+#[derive(Clone)]
+pub struct PreparedBase {
+    engine: engine::Engine,
+    base: Arc<Btf>,
+}
+
+impl PreparedBase {
+    /// Indexes `base` as [`dedup_bytes_owned`] would for a split BTF over it.
+    pub fn new(base: Arc<Btf>, compat: Compat) -> Result<PreparedBase, DedupError> {
+        Ok(PreparedBase {
+            engine: engine::Engine::new(Some(&base), compat, false)?,
+            base,
+        })
+    }
+
+    /// [`dedup_bytes_owned`] of `btf`, a split BTF over this base: the same bytes.
+    pub fn dedup_bytes_owned(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.dedup_owned(btf, false)
+    }
+
+    /// [`dedup_bytes_owned_encoded`] of `btf`, a split BTF over this base: the same
+    /// bytes.
+    pub fn dedup_bytes_owned_encoded(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.dedup_owned(btf, true)
+    }
+
+    fn dedup_owned(&self, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
+        if !btf.base().is_some_and(|b| Arc::ptr_eq(b, &self.base)) {
+            return Err(DedupError::BaseMismatch);
+        }
+        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+        let mut e = self.engine.clone();
+        if keep_strings {
+            e.keep_strings_of(&btf);
+        }
+        let s = e.load_batch(&btf)?;
+        drop(btf);
+        e.process(s)?;
+        Ok(e.to_bytes(endian, &extra))
+    }
 }
 
 /// Incremental dedup: batches of new types deduplicated against the canonical set
@@ -193,6 +252,19 @@ impl Incremental {
         self.engine.add_batch(batch)
     }
 
+    /// [`Incremental::add`] for one batch of `types` kept apart from their strings:
+    /// they are numbered from `strings.first_id()` and name offsets into `strings`
+    /// (see `Engine::load_types`). The encoder hands each unit over this way, keeping
+    /// its string section from one unit to the next.
+    pub fn add_types(
+        &mut self,
+        types: &[crate::btf::Type],
+        strings: &Btf,
+    ) -> Result<(), DedupError> {
+        let s = self.engine.load_types(types, strings)?;
+        self.engine.process(s)
+    }
+
     /// Number of types kept so far (not counting the base).
     pub fn len(&self) -> u32 {
         self.engine.own_types()
@@ -216,6 +288,23 @@ impl Incremental {
     /// The final pass: one-shot dedup of the kept set.
     pub fn finish(self) -> Result<Btf, DedupError> {
         dedup_with(&self.snapshot()?, self.compat)
+    }
+
+    /// [`Incremental::finish`] straight to raw bytes in `endian` with `header_extra`
+    /// past the 24-byte header (as [`dedup_bytes_owned`]), freeing the incremental
+    /// state before the final pass runs.
+    pub fn finish_bytes(
+        self,
+        endian: crate::btf::Endian,
+        header_extra: &[u8],
+    ) -> Result<Vec<u8>, DedupError> {
+        let kept = self.engine.to_bytes(endian, header_extra);
+        drop(self.engine);
+        let mut set =
+            crate::btf::read::parse(&kept, self.base.clone()).map_err(DedupError::Output)?;
+        drop(kept);
+        set.set_header_extra(header_extra.to_vec());
+        dedup_bytes_owned(set, self.compat)
     }
 }
 

@@ -6,7 +6,7 @@ use super::fxhash::{hash_bytes, FxHashMap};
 /// An index of NUL-terminated strings in a byte buffer, by content: the 64-bit
 /// content hash maps straight to the offset (one probe, one compare); the rare
 /// strings whose hash another string already has go to a side list.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct Index {
     first: FxHashMap<u64, u32>,
     collisions: FxHashMap<u64, Vec<u32>>,
@@ -49,7 +49,7 @@ fn str_at(data: &[u8], off: u32) -> &[u8] {
 }
 
 /// A growing, deduplicated string section.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct StrSet {
     data: Vec<u8>,
     index: Index,
@@ -84,7 +84,7 @@ impl StrSet {
 /// A lookup index over an existing string section, as libbpf builds one for a base
 /// BTF: every string that starts at offset 0 or right after a NUL, the first copy of
 /// a duplicate winning.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct StrIndex {
     data: Vec<u8>,
     index: Index,

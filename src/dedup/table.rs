@@ -24,7 +24,7 @@ struct Slot {
 
 /// Signature hash → candidate ids, in libbpf's iteration order. The lists are
 /// singly linked through one node arena, head first, like libbpf's buckets.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct CandTable {
     index: FxHashMap<u64, Slot>,
     /// (id, next node).

@@ -170,6 +170,12 @@ pub enum Val<'i> {
     Expr(&'i [u8]),
     /// A reference outside the unit (`ref_addr`, `ref_sig8`, supplementary refs).
     FarRef,
+    /// An address (`DW_FORM_addr`).
+    Addr(u64),
+    /// An index into `.debug_addr` (`DW_FORM_addrx*`).
+    AddrX(u64),
+    /// An index into the unit's location list table (`DW_FORM_loclistx`).
+    LocListX(u64),
     /// A form we do not interpret (block, address …).
     Other,
 }
@@ -303,6 +309,29 @@ impl<'i> UnitEnc<'i> {
                 let n = c.uleb()?;
                 Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
             }
+            DW_FORM_block1 => {
+                let n = c.uint(1)?;
+                Val::Expr(c.take(n as usize)?)
+            }
+            DW_FORM_block2 => {
+                let n = c.uint(2)?;
+                Val::Expr(c.take(n as usize)?)
+            }
+            DW_FORM_block4 => {
+                let n = c.uint(4)?;
+                Val::Expr(c.take(n as usize)?)
+            }
+            DW_FORM_block => {
+                let n = c.uleb()?;
+                Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
+            }
+            DW_FORM_addr => Val::Addr(c.uint(self.addr_size as usize)?),
+            DW_FORM_addrx | DW_FORM_GNU_addr_index => Val::AddrX(c.uleb()?),
+            DW_FORM_addrx1 => Val::AddrX(c.uint(1)?),
+            DW_FORM_addrx2 => Val::AddrX(c.uint(2)?),
+            DW_FORM_addrx3 => Val::AddrX(c.uint(3)?),
+            DW_FORM_addrx4 => Val::AddrX(c.uint(4)?),
+            DW_FORM_loclistx => Val::LocListX(c.uleb()?),
             DW_FORM_indirect => {
                 let f = c.uleb()?;
                 return self.read(c, DwForm(f as u16), implicit);

@@ -16,6 +16,9 @@ use gimli::{EndianSlice, RunTimeEndian};
 /// The reader every DWARF section is read through: a slice of the input.
 pub type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 
+/// How far the unit header walk goes between releases of the pages behind it.
+const RELEASE_STEP: usize = 4 << 20;
+
 /// The DWARF of one input file: its sections and the headers of its units.
 pub struct DwarfInput<'a> {
     /// The gimli view of the sections.
@@ -44,13 +47,36 @@ impl<'a> DwarfInput<'a> {
                 "DWARF 4 type units (.debug_types, -fdebug-types-section) are not supported",
             ));
         }
-        let mut dwarf = gimli::Dwarf::load(load)?;
-        dwarf.populate_abbreviations_cache(gimli::AbbreviationsCacheStrategy::Duplicates);
+        // No abbreviations cache: gimli fills it by walking every unit header, which
+        // faults in most of .debug_info at once (see below), and compilers give each
+        // unit its own abbreviation table anyway (all 2401 units of a vmlinux do), so
+        // each unit parses its table when it is parsed.
+        let dwarf = gimli::Dwarf::load(load)?;
         let mut units = Vec::new();
         let mut iter = dwarf.units();
+        // Reading a unit's header faults in the pages around it (the kernel maps
+        // neighbouring pages on every fault): over a vmlinux's thousands of units that
+        // is most of .debug_info. The pages behind the walk are given back as it goes;
+        // each unit's pages come back while it is parsed. Nothing is released for a
+        // section that is an owned copy rather than part of the mapping.
+        let info = input.section(".debug_info");
+        let map = input.map();
+        let info_start = (info.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
+        let mut front = (info_start <= map.len() && info.len() <= map.len() - info_start)
+            .then(|| crate::mmap::ReleaseFront::new(info_start..info_start + info.len()));
+        let mut released_to = 0;
         loop {
             match iter.next() {
-                Ok(Some(h)) => units.push(h),
+                Ok(Some(h)) => {
+                    let at = h.offset().as_debug_info_offset().map_or(0, |o| o.0);
+                    if let Some(front) = front.as_mut().filter(|_| at >= released_to + RELEASE_STEP)
+                    {
+                        // Releasing only saves memory; a failure is no reason to stop.
+                        let _ = front.release_through(map, info_start + at);
+                        released_to = at;
+                    }
+                    units.push(h)
+                }
                 Ok(None) => break,
                 Err(e) => {
                     return Err(Error::file(
@@ -65,6 +91,9 @@ impl<'a> DwarfInput<'a> {
         }
         if units.is_empty() {
             return Err(Error::file(input.path(), "no compile units in .debug_info"));
+        }
+        if let Some(front) = &mut front {
+            let _ = front.release_through(map, info_start + info.len());
         }
         Ok(DwarfInput {
             dwarf,

@@ -219,6 +219,105 @@ pub struct DeclTagDie<'a> {
     pub value: Name<'a>,
 }
 
+/// Where a parameter is on entry, as its `DW_AT_location` gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocDie<'a> {
+    /// No location attribute, or one we cannot read.
+    None,
+    /// A single expression (`DW_FORM_exprloc`).
+    Expr(&'a [u8]),
+    /// A location list at this offset of `.debug_loclists` (DWARF 5) or
+    /// `.debug_loc` (DWARF ≤ 4).
+    List(u64),
+}
+
+/// A `btf_decl_tag` on a function, one of its parameters, or a variable.
+#[derive(Clone, Copy, Debug)]
+pub struct AnnotDie<'a> {
+    /// Tag value.
+    pub value: Name<'a>,
+    /// Parameter index, or -1 for the function or variable itself.
+    pub component_idx: i32,
+}
+
+/// A `DW_TAG_formal_parameter` child of a subprogram.
+#[derive(Clone, Copy, Debug)]
+pub struct FnParamDie<'a> {
+    /// Unit offset of the DIE.
+    pub off: u32,
+    /// `DW_AT_name` (empty if absent: then the origin's).
+    pub name: Name<'a>,
+    /// `DW_AT_type` (void if absent: then the origin's).
+    pub ty: DieRef,
+    /// `DW_AT_abstract_origin`.
+    pub origin: DieRef,
+    /// `DW_AT_location`, when readable.
+    pub loc: LocDie<'a>,
+    /// Whether the DIE has a `DW_AT_location` at all.
+    pub has_loc: bool,
+    /// Whether the DIE has a `DW_AT_const_value`.
+    pub has_const: bool,
+}
+
+/// A `DW_TAG_subprogram` at unit level: a definition, declaration, abstract
+/// instance or concrete out-of-line instance.
+#[derive(Clone, Copy, Debug)]
+pub struct FuncDie<'a> {
+    /// Unit offset of the DIE.
+    pub off: u32,
+    /// `DW_AT_name` (empty: take the origin's or specification's).
+    pub name: Name<'a>,
+    /// `DW_AT_abstract_origin`.
+    pub origin: DieRef,
+    /// `DW_AT_specification`.
+    pub spec: DieRef,
+    /// `DW_AT_type`: the return type (void if absent: then the origin's).
+    pub ret: DieRef,
+    /// `DW_AT_low_pc` (0 if none).
+    pub low_pc: u64,
+    /// `DW_AT_declaration`.
+    pub declaration: bool,
+    /// The `DW_TAG_formal_parameter` children, in DIE order.
+    pub params: &'a [FnParamDie<'a>],
+    /// Has a `DW_TAG_unspecified_parameters` child.
+    pub varargs: bool,
+    /// `btf_decl_tag`s of the function and its parameters, in DIE order.
+    pub annots: &'a [AnnotDie<'a>],
+}
+
+/// A `DW_TAG_variable` at unit level.
+#[derive(Clone, Copy, Debug)]
+pub struct VarDie<'a> {
+    /// Unit offset of the DIE.
+    pub off: u32,
+    /// `DW_AT_name`.
+    pub name: Name<'a>,
+    /// `DW_AT_type`.
+    pub ty: DieRef,
+    /// `DW_AT_specification`.
+    pub spec: DieRef,
+    /// `DW_AT_declaration`.
+    pub declaration: bool,
+    /// `DW_AT_external`.
+    pub external: bool,
+    /// `DW_AT_artificial`.
+    pub artificial: bool,
+    /// The address of a static-storage variable: the operand of a location that
+    /// starts with `DW_OP_addr` / `DW_OP_addrx`.
+    pub addr: Option<u64>,
+    /// `btf_decl_tag`s of the variable.
+    pub annots: &'a [AnnotDie<'a>],
+}
+
+/// What reading a unit's location lists needs.
+#[derive(Clone, Debug)]
+pub struct LocCtx<'a> {
+    /// `.debug_loc` and `.debug_loclists`.
+    pub lists: gimli::LocationLists<super::Reader<'a>>,
+    /// The unit's encoding (version, address size).
+    pub encoding: gimli::Encoding,
+}
+
 /// The type DIEs of one unit, in DIE order, allocated in the unit's arena.
 #[derive(Debug)]
 pub struct CuTypes<'a> {
@@ -232,6 +331,16 @@ pub struct CuTypes<'a> {
     pub language: u16,
     /// Address size of the unit (pointer size).
     pub address_size: u8,
+    /// Unit-level subprograms, in DIE order.
+    pub funcs: &'a [FuncDie<'a>],
+    /// Unit-level variables, in DIE order.
+    pub vars: &'a [VarDie<'a>],
+    /// For reading parameter location lists (None for an empty unit).
+    pub locs: Option<LocCtx<'a>>,
+    /// The order pahole adds the types in, as indices into `types`, when it is
+    /// not DIE order (empty then): a struct or union whose DIE contains type DIEs
+    /// (in gcc's output, only types local to a function) comes after them.
+    pub order: &'a [u32],
 }
 
 impl<'a> CuTypes<'a> {
@@ -252,7 +361,21 @@ impl<'a> CuTypes<'a> {
             decl_tags: &[],
             language,
             address_size,
+            funcs: &[],
+            vars: &[],
+            locs: None,
+            order: &[],
         }
+    }
+
+    /// Indices into `types` in the order the types are encoded.
+    pub fn emission_order(&self) -> impl Iterator<Item = usize> + '_ {
+        let n = if self.order.is_empty() {
+            self.types.len()
+        } else {
+            0
+        };
+        (0..n).chain(self.order.iter().map(|&i| i as usize))
     }
 }
 
@@ -266,6 +389,12 @@ enum FrameKind {
     Pointer,
     Typedef,
     Member,
+    /// A unit-level subprogram.
+    Subprogram,
+    /// A parameter of a unit-level subprogram.
+    FnParam,
+    /// A unit-level variable.
+    Variable,
     Other,
 }
 
@@ -301,6 +430,13 @@ struct Attrs<'a> {
     lower_bound: Option<u64>,
     /// `DW_AT_type` refers outside the unit.
     far_ref: bool,
+    origin: DieRef,
+    spec: DieRef,
+    low_pc: Option<Val<'a>>,
+    location: Option<Val<'a>>,
+    has_const: bool,
+    external: bool,
+    artificial: bool,
 }
 
 /// Children collected while their parent DIE is open; moved into the arena when it
@@ -316,6 +452,10 @@ struct Scratch<'a> {
     ptr_tags: Vec<u32>,
     /// Pending `btf_decl_tag` values of open members.
     member_tags: Vec<Name<'a>>,
+    /// Parameters of the open subprogram.
+    fparams: Vec<FnParamDie<'a>>,
+    /// Decl tags of the open subprogram (and its parameters) or variable.
+    annots: Vec<AnnotDie<'a>>,
 }
 
 /// Parses unit `idx` of `dw` into `bump`. Units whose language is in `exclude`
@@ -354,24 +494,46 @@ pub fn parse_cu<'a, 'i: 'a>(
         offsets: BVec::new_in(bump),
         types: BVec::new_in(bump),
         decl_tags: BVec::new_in(bump),
+        funcs: BVec::new_in(bump),
+        vars: BVec::new_in(bump),
+        nests: Vec::new(),
         bump,
+        debug_addr: dw.input.section(".debug_addr"),
+        addr_base: 0,
+        loclists: dw.input.section(".debug_loclists"),
+        loclists_base: 0,
     };
     let data = entries.slice();
-    let (language, str_offsets_base) = p.root(data).map_err(|e| dw.unit_error(idx, e))?;
+    let RootAttrs {
+        language,
+        str_offsets_base,
+        addr_base,
+        loclists_base,
+    } = p.root(data).map_err(|e| dw.unit_error(idx, e))?;
     if exclude.contains(&language) {
         return Ok(CuTypes::empty(language, encoding.address_size));
     }
     // Plans do not depend on the string offsets base: keep them.
     p.enc.str_offsets_base = str_offsets_base;
+    p.addr_base = addr_base;
+    p.loclists_base = loclists_base;
     let mut scratch = Scratch::default();
     p.run(data, &mut scratch)
         .map_err(|e| dw.unit_error(idx, e))?;
+    let order = p.emission_order();
     Ok(CuTypes {
         offsets: p.offsets.into_bump_slice(),
         types: p.types.into_bump_slice(),
         decl_tags: p.decl_tags.into_bump_slice(),
         language,
         address_size: encoding.address_size,
+        funcs: p.funcs.into_bump_slice(),
+        vars: p.vars.into_bump_slice(),
+        locs: Some(LocCtx {
+            lists: dw.dwarf.locations,
+            encoding,
+        }),
+        order,
     })
 }
 
@@ -387,7 +549,26 @@ struct Parser<'a, 'i, 'u> {
     offsets: BVec<'a, u32>,
     types: BVec<'a, TypeDie<'a>>,
     decl_tags: BVec<'a, DeclTagDie<'a>>,
+    funcs: BVec<'a, FuncDie<'a>>,
+    vars: BVec<'a, VarDie<'a>>,
+    /// Composites with nested type DIEs: (index, index of the last nested type).
+    nests: Vec<(u32, u32)>,
     bump: &'a Bump,
+    /// `.debug_addr` and the unit's `DW_AT_addr_base`.
+    debug_addr: &'i [u8],
+    addr_base: u64,
+    /// `.debug_loclists` and the unit's `DW_AT_loclists_base`.
+    loclists: &'i [u8],
+    loclists_base: u64,
+}
+
+/// The attributes of a unit's root DIE that reading its other DIEs needs.
+#[derive(Default)]
+struct RootAttrs {
+    language: u16,
+    str_offsets_base: u64,
+    addr_base: u64,
+    loclists_base: u64,
 }
 
 /// Abbreviation codes below this get a slot in the dense plan table.
@@ -418,38 +599,115 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         }
     }
 
-    /// Reads `DW_AT_language` and `DW_AT_str_offsets_base` of the unit's root DIE.
-    fn root(&mut self, data: &'i [u8]) -> Result<(u16, u64), DieError> {
+    /// Reads the attributes of the unit's root DIE that the other DIEs depend on.
+    fn root(&mut self, data: &'i [u8]) -> Result<RootAttrs, DieError> {
         let enc = self.enc;
         let mut c = Cur::new(data, enc.little);
+        let mut r = RootAttrs::default();
         let code = c.uleb()?;
         if code == 0 {
-            return Ok((0, 0));
+            return Ok(r);
         }
         let abbrev = self
             .abbrevs
             .get(code)
             .ok_or_else(|| DieError(format!("unknown abbreviation code {code}")))?;
-        let mut lang = 0;
-        let mut base = 0;
         for spec in abbrev.attributes() {
             let (name, form) = (spec.name(), spec.form());
             let implicit = spec.implicit_const_value().unwrap_or(0);
-            match name {
-                DW_AT_language => {
-                    if let Val::U(v) = enc.read(&mut c, form, implicit)? {
-                        lang = v as u16;
-                    }
+            let slot = match name {
+                DW_AT_language => None,
+                DW_AT_str_offsets_base => Some(&mut r.str_offsets_base),
+                DW_AT_addr_base | DW_AT_GNU_addr_base => Some(&mut r.addr_base),
+                DW_AT_loclists_base => Some(&mut r.loclists_base),
+                _ => {
+                    enc.skip(&mut c, form)?;
+                    continue;
                 }
-                DW_AT_str_offsets_base => {
-                    if let Val::U(v) = enc.read(&mut c, form, implicit)? {
-                        base = v;
-                    }
+            };
+            if let Val::U(v) = enc.read(&mut c, form, implicit)? {
+                match slot {
+                    Some(x) => *x = v,
+                    None => r.language = v as u16,
                 }
-                _ => enc.skip(&mut c, form)?,
             }
         }
-        Ok((lang, base))
+        Ok(r)
+    }
+
+    /// pahole's order of the unit's types: DIE order, except that a composite
+    /// comes right after the last type nested in it (dwarf_loader adds a struct's
+    /// nested types while reading its children, then the struct). Empty when that
+    /// is DIE order.
+    fn emission_order(&mut self) -> &'a [u32] {
+        if self.nests.is_empty() {
+            return &[];
+        }
+        self.nests.sort_unstable();
+        let mut out = BVec::with_capacity_in(self.types.len(), self.bump);
+        // Composites waiting for their nested types: (index, last nested index);
+        // ranges nest, so the innermost is on top.
+        let mut waiting: Vec<(u32, u32)> = Vec::new();
+        let mut next = self.nests.iter().peekable();
+        for i in 0..self.types.len() as u32 {
+            while waiting.last().is_some_and(|w| w.1 < i) {
+                out.push(waiting.pop().expect("checked").0);
+            }
+            if next.peek().is_some_and(|n| n.0 == i) {
+                waiting.push(*next.next().expect("peeked"));
+            } else {
+                out.push(i);
+            }
+        }
+        while let Some(w) = waiting.pop() {
+            out.push(w.0);
+        }
+        out.into_bump_slice()
+    }
+
+    /// The address at index `i` of the unit's `.debug_addr` table.
+    fn addrx(&self, i: u64) -> Option<u64> {
+        let size = self.enc.addr_size as u64;
+        let at = usize::try_from(self.addr_base.checked_add(i.checked_mul(size)?)?).ok()?;
+        let b = self.debug_addr.get(at..at.checked_add(size as usize)?)?;
+        Some(read_uint(b, self.enc.little))
+    }
+
+    /// The `.debug_loclists` offset of location list `i` of the unit.
+    fn loclistx(&self, i: u64) -> Option<u64> {
+        let size = self.enc.offset_size as u64;
+        let at = usize::try_from(self.loclists_base.checked_add(i.checked_mul(size)?)?).ok()?;
+        let b = self.loclists.get(at..at.checked_add(size as usize)?)?;
+        self.loclists_base
+            .checked_add(read_uint(b, self.enc.little))
+    }
+
+    /// A `DW_AT_location` value as a parameter location.
+    fn loc(&self, v: Option<Val<'a>>) -> LocDie<'a> {
+        match v {
+            Some(Val::Expr(e)) => LocDie::Expr(e),
+            Some(Val::U(off)) => LocDie::List(off),
+            Some(Val::LocListX(i)) => self.loclistx(i).map_or(LocDie::None, LocDie::List),
+            _ => LocDie::None,
+        }
+    }
+
+    /// The address a variable's location expression starts with, if it starts
+    /// with `DW_OP_addr` or `DW_OP_addrx` (pahole's `VSCOPE_GLOBAL`).
+    fn var_addr(&self, v: Option<Val<'a>>) -> Option<u64> {
+        let Some(Val::Expr(e)) = v else {
+            return None;
+        };
+        let (&op, rest) = e.split_first()?;
+        if op == DW_OP_addr.0 {
+            let n = self.enc.addr_size as usize;
+            Some(read_uint(rest.get(..n)?, self.enc.little))
+        } else if op == DW_OP_addrx.0 || op == DW_OP_GNU_addr_index.0 {
+            let mut c = Cur::new(rest, self.enc.little);
+            self.addrx(c.uleb().ok()?)
+        } else {
+            None
+        }
     }
 
     fn run(&mut self, data: &'i [u8], s: &mut Scratch<'a>) -> Result<(), DieError> {
@@ -490,7 +748,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         | (FrameKind::Array, DW_TAG_subrange_type)
                         | (FrameKind::Proto, DW_TAG_formal_parameter)
                         | (FrameKind::Proto, DW_TAG_unspecified_parameters)
+                        | (FrameKind::Subprogram, DW_TAG_formal_parameter)
+                        | (FrameKind::Subprogram, DW_TAG_unspecified_parameters)
                 )
+                || (depth == 1 && (tag == DW_TAG_subprogram || tag == DW_TAG_variable))
                 || (tag.0 == DW_TAG_LLVM_ANNOTATION || tag.0 == DW_TAG_GNU_ANNOTATION)
                     && matches!(
                         parent,
@@ -498,6 +759,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                             | FrameKind::Composite
                             | FrameKind::Typedef
                             | FrameKind::Member
+                            | FrameKind::Subprogram
+                            | FrameKind::FnParam
+                            | FrameKind::Variable
                     );
             if !wanted {
                 match fixed {
@@ -541,9 +805,18 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                      (DW_FORM_ref_addr/ref_sig8, as in LTO builds or type units): not supported"
                 )));
             }
-            let kind = self.handle(tag, parent, off, a, s);
+            let kind = self.handle(tag, parent, depth == 1, off, a, s);
             if has_children {
-                let index = self.types.len().wrapping_sub(1) as u32;
+                let index = match kind {
+                    FrameKind::Subprogram => self.funcs.len() - 1,
+                    FrameKind::Variable => self.vars.len() - 1,
+                    FrameKind::FnParam => {
+                        // The parameter's index within its subprogram.
+                        let sub = s.stack.last().map_or(0, |f| f.start as usize);
+                        s.fparams.len() - 1 - sub
+                    }
+                    _ => self.types.len().wrapping_sub(1),
+                } as u32;
                 let (start, tag_start) = match kind {
                     FrameKind::Composite => (s.members.len(), 0),
                     FrameKind::Enum => (s.enumerators.len(), 0),
@@ -551,6 +824,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     FrameKind::Proto => (s.params.len(), 0),
                     FrameKind::Pointer => (0, s.ptr_tags.len()),
                     FrameKind::Member => (s.members.len() - 1, s.member_tags.len()),
+                    FrameKind::Subprogram => (s.fparams.len(), s.annots.len()),
+                    FrameKind::Variable => (0, s.annots.len()),
                     _ => (0, 0),
                 };
                 s.stack.push(Frame {
@@ -579,6 +854,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         &mut self,
         tag: DwTag,
         parent: FrameKind,
+        top: bool,
         off: u32,
         a: Attrs<'a>,
         s: &mut Scratch<'a>,
@@ -717,11 +993,65 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 s.dims.push(n);
                 FrameKind::Other
             }
+            DW_TAG_subprogram if top => {
+                let low_pc = match a.low_pc {
+                    Some(Val::Addr(x)) | Some(Val::U(x)) => x,
+                    Some(Val::AddrX(i)) => self.addrx(i).unwrap_or(0),
+                    _ => 0,
+                };
+                self.funcs.push(FuncDie {
+                    off,
+                    name: a.name,
+                    origin: a.origin,
+                    spec: a.spec,
+                    ret: a.ty,
+                    low_pc,
+                    declaration: a.declaration,
+                    params: &[],
+                    varargs: false,
+                    annots: &[],
+                });
+                FrameKind::Subprogram
+            }
+            DW_TAG_variable if top => {
+                self.vars.push(VarDie {
+                    off,
+                    name: a.name,
+                    ty: a.ty,
+                    spec: a.spec,
+                    declaration: a.declaration,
+                    external: a.external,
+                    artificial: a.artificial,
+                    addr: self.var_addr(a.location),
+                    annots: &[],
+                });
+                FrameKind::Variable
+            }
+            DW_TAG_formal_parameter if parent == FrameKind::Subprogram => {
+                s.fparams.push(FnParamDie {
+                    off,
+                    name: a.name,
+                    ty: a.ty,
+                    origin: a.origin,
+                    loc: self.loc(a.location),
+                    has_loc: a.location.is_some(),
+                    has_const: a.has_const,
+                });
+                FrameKind::FnParam
+            }
             DW_TAG_formal_parameter => {
                 s.params.push(ParamDie {
                     name: a.name,
                     ty: a.ty,
                 });
+                FrameKind::Other
+            }
+            DW_TAG_unspecified_parameters if parent == FrameKind::Subprogram => {
+                if let Some(f) = s.stack.last() {
+                    if let Some(func) = self.funcs.get_mut(f.index as usize) {
+                        func.varargs = true;
+                    }
+                }
                 FrameKind::Other
             }
             DW_TAG_unspecified_parameters => {
@@ -774,6 +1104,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 });
             }
             (FrameKind::Member, 2) => s.member_tags.push(a.const_str),
+            (FrameKind::Subprogram | FrameKind::Variable, 2) => s.annots.push(AnnotDie {
+                value: a.const_str,
+                component_idx: -1,
+            }),
+            (FrameKind::FnParam, 2) => s.annots.push(AnnotDie {
+                value: a.const_str,
+                component_idx: f.index as i32,
+            }),
             _ => {}
         }
     }
@@ -783,6 +1121,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let start = f.start as usize;
         match f.kind {
             FrameKind::Composite => {
+                let last = self.types.len() as u32 - 1;
+                if last > f.index {
+                    self.nests.push((f.index, last));
+                }
                 let list = self.bump.alloc_slice_copy(&s.members[start..]);
                 s.members.truncate(start);
                 if let Some(TypeDie::Composite { members, .. }) =
@@ -856,6 +1198,27 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 }
                 s.member_tags.truncate(f.tag_start as usize);
             }
+            FrameKind::Subprogram => {
+                let params = self.bump.alloc_slice_copy(&s.fparams[start..]);
+                let annots = self
+                    .bump
+                    .alloc_slice_copy(&s.annots[f.tag_start as usize..]);
+                s.fparams.truncate(start);
+                s.annots.truncate(f.tag_start as usize);
+                if let Some(func) = self.funcs.get_mut(f.index as usize) {
+                    func.params = params;
+                    func.annots = annots;
+                }
+            }
+            FrameKind::Variable => {
+                let annots = self
+                    .bump
+                    .alloc_slice_copy(&s.annots[f.tag_start as usize..]);
+                s.annots.truncate(f.tag_start as usize);
+                if let Some(v) = self.vars.get_mut(f.index as usize) {
+                    v.annots = annots;
+                }
+            }
             _ => {}
         }
     }
@@ -902,12 +1265,29 @@ fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
             }
         }
         DW_AT_declaration => a.declaration = matches!(v, Val::U(x) if x != 0),
-        DW_AT_const_value => match v {
-            Val::U(x) => a.const_value = Some(x as i64),
-            Val::S(x) => a.const_value = Some(x),
-            Val::Str(s) => a.const_str = s,
-            _ => {}
-        },
+        DW_AT_external => a.external = matches!(v, Val::U(x) if x != 0),
+        DW_AT_artificial => a.artificial = matches!(v, Val::U(x) if x != 0),
+        DW_AT_abstract_origin => {
+            if let Val::Ref(o) = v {
+                a.origin = DieRef(o as u32);
+            }
+        }
+        DW_AT_specification => {
+            if let Val::Ref(o) = v {
+                a.spec = DieRef(o as u32);
+            }
+        }
+        DW_AT_low_pc => a.low_pc = Some(v),
+        DW_AT_location => a.location = Some(v),
+        DW_AT_const_value => {
+            a.has_const = true;
+            match v {
+                Val::U(x) => a.const_value = Some(x as i64),
+                Val::S(x) => a.const_value = Some(x),
+                Val::Str(s) => a.const_str = s,
+                _ => {}
+            }
+        }
         DW_AT_upper_bound => a.upper_bound = unsigned(v),
         DW_AT_count => a.count = unsigned(v),
         DW_AT_lower_bound => a.lower_bound = unsigned(v),
@@ -924,6 +1304,21 @@ fn unsigned(v: Val<'_>) -> Option<u64> {
         Val::S(x) => Some(x as u64),
         _ => None,
     }
+}
+
+/// An unsigned integer of `b.len()` bytes in the given byte order.
+fn read_uint(b: &[u8], little: bool) -> u64 {
+    let mut v = 0u64;
+    if little {
+        for &x in b.iter().rev() {
+            v = v << 8 | x as u64;
+        }
+    } else {
+        for &x in b {
+            v = v << 8 | x as u64;
+        }
+    }
+    v
 }
 
 /// The offset of a `DW_OP_plus_uconst N` member location expression.
@@ -954,6 +1349,12 @@ fn is_needed(name: DwAt) -> bool {
             | DW_AT_upper_bound
             | DW_AT_count
             | DW_AT_lower_bound
+            | DW_AT_external
+            | DW_AT_artificial
+            | DW_AT_abstract_origin
+            | DW_AT_specification
+            | DW_AT_low_pc
+            | DW_AT_location
     )
 }
 

@@ -6,9 +6,12 @@
 //! string index, the array index type) is owned by the state.
 
 mod features;
+pub mod funcs;
 mod strings;
+mod vars;
 
 pub use features::Features;
+pub use funcs::FuncEncoder;
 
 use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
@@ -48,8 +51,8 @@ impl EncoderState {
             crate::btf::Endian::Big
         });
         EncoderState {
+            strings: StrIndex::with_base_of(&btf),
             btf,
-            strings: StrIndex::default(),
             features,
             index_type: None,
             ids: Vec::new(),
@@ -91,6 +94,26 @@ impl EncoderState {
     /// Ends encoding and returns the (not yet deduplicated) BTF.
     pub fn finish(self) -> Btf {
         self.btf
+    }
+
+    /// Hands over the types encoded since the last call and empties the BTF of types,
+    /// keeping its strings and the string index: with units deduplicated one by one
+    /// (`dedup::Incremental::add_types`), the BTF then never holds more than one unit.
+    /// Ids restart after the base. The array index type is the one type id kept from
+    /// one unit to the next, so a copy of its INT becomes the first type of the next
+    /// batch and the index type points at it; the copy equals a type already handed
+    /// over, so dedup merges it away. Any other id kept across units must be carried
+    /// over here the same way.
+    pub fn take_types(&mut self) -> Vec<Type> {
+        let first = self.btf.first_id().0;
+        let types = std::mem::take(self.btf.types_mut());
+        if let Some(id) = self.index_type {
+            if id.0 >= first {
+                let int = types[(id.0 - first) as usize].clone();
+                self.index_type = Some(self.btf.push_type(int));
+            }
+        }
+        types
     }
 
     fn str(&mut self, s: Name<'_>) -> StrOffset {
@@ -136,7 +159,8 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
     let fallback_index = TypeId(first + ids.iter().filter(|&&i| i != ALIAS).count() as u32);
     let index_type = st.index_type.unwrap_or(fallback_index);
 
-    for (i, t) in cu.types.iter().enumerate() {
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
         if ids[i] == ALIAS {
             continue;
         }
@@ -177,6 +201,9 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 } else {
                     let mut kflag = false;
                     let mut out = Vec::with_capacity(members.len());
+                    // pahole adds the type's name before its members' names: the
+                    // string section keeps that order (see `dedup_output`).
+                    st.str(name);
                     st.strings.warm(members.iter().map(|m| m.name));
                     for m in members {
                         let mut bit_offset = m.bit_offset;
@@ -237,6 +264,7 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
                 values,
             } => {
                 let size = if size == 0 { 4 } else { size };
+                st.str(name);
                 st.strings.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.features.enum64 {
                     let mut signed = false;
@@ -417,8 +445,10 @@ fn base_type<'n>(
 fn assign_ids(cu: &CuTypes<'_>, st: &mut EncoderState, first: u32) {
     let ids = &mut st.ids;
     ids.clear();
+    ids.resize(cu.types.len(), ALIAS);
     let mut next = first;
-    for t in cu.types {
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
         let alias = match t {
             TypeDie::Ref {
                 kind: RefKind::Alias,
@@ -430,10 +460,8 @@ fn assign_ids(cu: &CuTypes<'_>, st: &mut EncoderState, first: u32) {
             } => !st.features.type_tag,
             _ => false,
         };
-        if alias {
-            ids.push(ALIAS);
-        } else {
-            ids.push(next);
+        if !alias {
+            ids[i] = next;
             next += 1;
         }
     }
@@ -574,6 +602,7 @@ mod tests {
             decl_tags: &[],
             language: 0x1d,
             address_size: 8,
+            ..CuTypes::empty(0, 8)
         };
         let mut st = EncoderState::new(None, Features::from_list("default"), true);
         encode_cu(&cu, &mut st).unwrap();
@@ -628,6 +657,7 @@ mod limit_tests {
             decl_tags: &[],
             language: 0,
             address_size: 8,
+            ..CuTypes::empty(0, 8)
         };
         let mut st = EncoderState::new(None, Features::default(), true);
         encode_cu(&cu, &mut st)
@@ -639,6 +669,9 @@ mod limit_tests {
         assert!(one_member(3, 0).is_err(), "bit offset without a size");
         assert!(one_member(0, 300).is_err(), "size over 255");
         assert!(one_member(1 << 24, 3).is_err(), "offset over 24 bits");
-        assert!(one_member(1 << 24, 0).is_ok(), "plain member: offset word is 32 bits");
+        assert!(
+            one_member(1 << 24, 0).is_ok(),
+            "plain member: offset word is 32 bits"
+        );
     }
 }

@@ -32,6 +32,24 @@ impl Default for StrIndex {
 }
 
 impl StrIndex {
+    /// An index that already knows the strings of `btf`'s base (split BTF): like
+    /// libbpf's `btf__add_str`, which pahole uses, a name the base has is referred
+    /// to there and never copied into the split BTF's own strings.
+    pub fn with_base_of(btf: &Btf) -> StrIndex {
+        let mut idx = StrIndex::default();
+        if let Some(base) = btf.base() {
+            let data = base_chain_strings(base);
+            let mut off = 0usize;
+            for s in data.split(|&b| b == 0) {
+                if !s.is_empty() {
+                    idx.map.entry(s.into()).or_insert(StrOffset(off as u32));
+                }
+                off += s.len() + 1;
+            }
+        }
+        idx
+    }
+
     /// Touches the cache slots of `names` before they are interned one by one: the
     /// loads are independent, so the CPU overlaps their cache misses instead of
     /// waiting for each in turn.
@@ -68,6 +86,17 @@ impl StrIndex {
         *e = (addr, len, off.0);
         off
     }
+}
+
+/// All strings of `btf`'s base chain and own section, root first: offsets into
+/// the result are BTF string offsets.
+fn base_chain_strings(btf: &Btf) -> Vec<u8> {
+    let mut out = match btf.base() {
+        Some(b) => base_chain_strings(b),
+        None => Vec::new(),
+    };
+    out.extend_from_slice(btf.strings());
+    out
 }
 
 /// A fast, non-cryptographic hasher for short names (the multiply-rotate scheme of

@@ -1,0 +1,199 @@
+//! The engine over the corpus vmlinux with the kernel's flags: wall time, CPU time and
+//! peak RSS at -j1, -j2 and -j8, pahole's figures in the same run when a `pahole` is on
+//! PATH, and a kernel with four copies of the vmlinux's `.debug_info` at -j2.
+//!
+//! `cargo bench --bench engine` (needs GNU time at /usr/bin/time and the corpus:
+//! `$DWARF2BTF_CORPUS` or `../shared/corpus/unpack.sh`). `BENCH_RUNS=N` repeats each
+//! measurement N times (default 3) and keeps the fastest run; `BENCH_NO_4X=1` skips
+//! the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
+const TIME: &str = "/usr/bin/time";
+
+fn corpus() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
+        let d = PathBuf::from(d);
+        return d.join("vmlinux").exists().then_some(d);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/corpus/unpack.sh"))
+        .find(|s| s.exists())?;
+    let out = Command::new("sh").arg(&script).output().ok()?;
+    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    (out.status.success() && d.join("vmlinux").exists()).then_some(d)
+}
+
+/// One run's figures, from GNU time.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    wall: f64,
+    user: f64,
+    sys: f64,
+    rss_kb: u64,
+}
+
+/// Runs `prog args` under GNU time and returns its figures.
+fn measure(prog: &Path, args: &[String]) -> Figures {
+    let out = Command::new(TIME)
+        .args(["-f", "@@ %e %U %S %M"])
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("run /usr/bin/time");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{} failed: {err}", prog.display());
+    let line = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("@@ "))
+        .expect("GNU time's line");
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    Figures {
+        wall: v[0],
+        user: v[1],
+        sys: v[2],
+        rss_kb: v[3] as u64,
+    }
+}
+
+/// The fastest of `runs` runs (its RSS is the largest seen, to be safe).
+fn best(prog: &Path, args: &[String], runs: usize) -> Figures {
+    let all: Vec<Figures> = (0..runs).map(|_| measure(prog, args)).collect();
+    let mut f = *all.iter().min_by(|a, b| a.wall.total_cmp(&b.wall)).unwrap();
+    f.rss_kb = all.iter().map(|f| f.rss_kb).max().unwrap();
+    f
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn row(what: &str, f: Figures) {
+    println!(
+        "| {what} | {:.1} MB | {:.2} s | {:.2} s | load {} |",
+        f.rss_kb as f64 / 1024.0,
+        f.wall,
+        f.user + f.sys,
+        loadavg()
+    );
+}
+
+fn args(jobs: usize, input: &Path, out: &Path) -> Vec<String> {
+    vec![
+        "-J".into(),
+        format!("-j{jobs}"),
+        KFLAGS.into(),
+        "--lang_exclude=rust".into(),
+        format!("--btf_encode_detached={}", out.display()),
+        input.display().to_string(),
+    ]
+}
+
+/// Builds a copy of `vmlinux` whose `.debug_info` is four copies of its own (each
+/// copy's unit headers point into the same `.debug_abbrev`, so the copies stay valid).
+fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
+    let one = dir.join("debug_info.1");
+    let four = dir.join("debug_info.4");
+    let out = dir.join("vmlinux.4x");
+    let st = Command::new("objcopy")
+        .arg(format!("--dump-section=.debug_info={}", one.display()))
+        .arg(vmlinux)
+        .arg(dir.join("scratch"))
+        .status()
+        .ok()?;
+    if !st.success() {
+        return None;
+    }
+    let data = std::fs::read(&one).ok()?;
+    let mut f = std::fs::File::create(&four).ok()?;
+    for _ in 0..4 {
+        std::io::Write::write_all(&mut f, &data).ok()?;
+    }
+    drop((data, f));
+    let st = Command::new("objcopy")
+        .arg(format!("--update-section=.debug_info={}", four.display()))
+        .arg(vmlinux)
+        .arg(&out)
+        .status()
+        .ok()?;
+    let _ = std::fs::remove_file(&one);
+    let _ = std::fs::remove_file(&four);
+    let _ = std::fs::remove_file(dir.join("scratch"));
+    st.success().then_some(out)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test` runs benches as tests with no such
+    // flag: then only say what would run.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("engine bench: run with `cargo bench --bench engine`");
+        return;
+    }
+    let Some(c) = corpus() else {
+        println!("engine bench skipped: corpus not found (set DWARF2BTF_CORPUS)");
+        return;
+    };
+    if !Path::new(TIME).exists() {
+        println!("engine bench skipped: {TIME} (GNU time) not found");
+        return;
+    }
+    let runs: usize = std::env::var("BENCH_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let ours = PathBuf::from(env!("CARGO_BIN_EXE_dwarf2btf"));
+    let dir = std::env::temp_dir().join(format!("dwarf2btf-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let vmlinux = c.join("vmlinux");
+    let out = dir.join("out.btf");
+    println!(
+        "corpus vmlinux, kernel flags, {} CPUs, fastest of {runs}",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!("| run | peak RSS | wall | CPU (user+sys) | |");
+    println!("| --- | --- | --- | --- | --- |");
+    let mut rss = Vec::new();
+    for j in [1, 2, 8] {
+        let f = best(&ours, &args(j, &vmlinux, &out), runs);
+        row(&format!("dwarf2btf -j{j}"), f);
+        rss.push(f.rss_kb);
+    }
+    println!("RSS -j8 / -j1 = {:.2}", rss[2] as f64 / rss[0] as f64);
+    let pahole = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("pahole"))
+            .find(|p| p.exists())
+    });
+    match pahole {
+        Some(p) => {
+            for j in [1, 2] {
+                let f = best(&p, &args(j, &vmlinux, &dir.join("pahole.btf")), runs);
+                row(&format!("pahole -j{j}"), f);
+            }
+        }
+        None => println!("(no pahole on PATH: its figures are not measured)"),
+    }
+    if std::env::var_os("BENCH_NO_4X").is_none() {
+        match four_copies(&vmlinux, &dir) {
+            Some(v4) => {
+                let f = measure(&ours, &args(2, &v4, &out));
+                row("dwarf2btf -j2, 4 × .debug_info", f);
+                println!("RSS 4× / 1× (-j2) = {:.2}", f.rss_kb as f64 / rss[1] as f64);
+                let _ = std::fs::remove_file(&v4);
+            }
+            None => println!("(objcopy failed: the four-copy kernel is not measured)"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

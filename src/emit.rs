@@ -1,0 +1,62 @@
+//! Where an encoding's result goes, as pahole decides it: a detached raw file
+//! (`--btf_encode_detached`), or the input ELF's `.BTF` section — with, for split BTF
+//! and the `distilled_base` feature, `.BTF` relative to a distilled `.BTF.base`.
+
+use crate::btf::{self, Btf};
+use crate::pipeline::Options;
+use crate::Error;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Writes the deduplicated BTF `bytes` of `opts.input` (split over `base` when
+/// `--btf_base` was given) where `opts` says. Every write is atomic: on failure the
+/// input and any existing output are untouched.
+pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> Result<(), Error> {
+    match (&opts.detached, base) {
+        // pahole distils only when it writes into the ELF; a detached file is the
+        // plain split BTF.
+        (Some(out), _) => crate::output::write_atomic(out, &bytes),
+        (None, Some(base)) if opts.features.distilled_base => {
+            let (split, dist_base) = distill_bytes(&bytes, base)
+                .map_err(|e| Error::file(&opts.input, format!("distilled base: {e}")))?;
+            // pahole adds .BTF, then .BTF.base.
+            crate::elf_write::write_sections_in_place(
+                &opts.input,
+                &[(".BTF", split), (".BTF.base", dist_base)],
+            )
+        }
+        (None, _) => {
+            refuse_stale_distilled_base(&opts.input)?;
+            crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)])
+        }
+    }
+}
+
+/// A `.BTF.base` left by an earlier distilled encoding would make the loader read
+/// the new `.BTF` (relative to the whole base) as relative to that distilled base:
+/// refuse rather than write a module that loads with wrong types.
+fn refuse_stale_distilled_base(path: &Path) -> Result<(), Error> {
+    use object::Object;
+    let map = btf::read::map_file(path)?;
+    let has = object::File::parse(&*map).is_ok_and(|f| f.section_by_name(".BTF.base").is_some());
+    if has {
+        return Err(Error::file(
+            path,
+            "has a .BTF.base section (a distilled base from an earlier encoding) that \
+             the new .BTF would not match: add distilled_base to --btf_features, or \
+             remove it first (objcopy --remove-section=.BTF.base)",
+        ));
+    }
+    Ok(())
+}
+
+/// The split BTF `bytes` (over `base`) rewritten over its distilled base: returns
+/// the raw `.BTF` and `.BTF.base` contents.
+pub fn distill_bytes(bytes: &[u8], base: &Arc<Btf>) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let split = btf::read::parse(bytes, Some(base.clone())).map_err(|e| e.to_string())?;
+    let d = crate::distill::distill_base(&split).map_err(|e| e.to_string())?;
+    Ok((
+        btf::write::to_bytes(&d.split),
+        btf::write::to_bytes(&d.base),
+    ))
+}

@@ -1,0 +1,205 @@
+//! Variables: VARs per unit, right after the unit's types (`var`: per-CPU ones;
+//! `global_var`: every global), and one DATASEC per section at the very end, as
+//! pahole v1.31's `btf_encoder__encode_cu_variables` (docs/pahole-functions.md §7).
+
+use super::funcs::{push_decl_tag, type_size};
+use super::{EncodeError, EncoderState, Features};
+use crate::btf::{Type, TypeKind, VarSecInfo, VAR_GLOBAL_ALLOCATED, VAR_STATIC};
+use crate::dwarf::types::{CuTypes, DieRef, VarDie};
+use crate::symbols::{ElfSymbols, PERCPU_SECTION};
+
+/// Names pahole never encodes as variables (`filter_variable_name`).
+const SKIPPED_PREFIXES: &[&str] = &[
+    "__UNIQUE_ID",
+    "__tpstrtab_",
+    "__exitcall_",
+    "__gendwarfksyms_ptr_",
+    "__func_stack_frame_non_standard_",
+];
+
+/// pahole's `KSYM_NAME_LEN`: the longest valid variable name.
+const KSYM_NAME_LEN: usize = 128;
+
+/// The variables found so far, by section index.
+pub struct VarSections {
+    /// Whether variables of each section are encoded.
+    include: Vec<bool>,
+    /// (VAR id, offset, size) per section, in emission order.
+    entries: Vec<Vec<VarSecInfo>>,
+    /// Section names.
+    names: Vec<Box<str>>,
+    encode_force: bool,
+    decl_tag: bool,
+}
+
+impl VarSections {
+    /// Which sections' variables `features` asks for.
+    pub fn new(syms: &ElfSymbols, features: &Features) -> VarSections {
+        let include = syms
+            .sections
+            .iter()
+            .map(|s| features.global_var || (features.var && &*s.name == PERCPU_SECTION))
+            .collect();
+        VarSections {
+            include,
+            entries: vec![Vec::new(); syms.sections.len()],
+            names: syms.sections.iter().map(|s| s.name.clone()).collect(),
+            encode_force: features.encode_force,
+            decl_tag: features.decl_tag,
+        }
+    }
+
+    /// Encodes the variables of unit `cu` (its types are already encoded).
+    pub fn encode_cu(
+        &mut self,
+        cu: &CuTypes<'_>,
+        st: &mut EncoderState,
+        syms: &ElfSymbols,
+    ) -> Result<(), EncodeError> {
+        if !self.include.iter().any(|&b| b) {
+            return Ok(());
+        }
+        for v in cu.vars {
+            // Incomplete declarations; definitions of `extern`-declared
+            // variables carry a specification and are kept.
+            if v.declaration && v.spec.0 == 0 {
+                continue;
+            }
+            if v.artificial {
+                continue;
+            }
+            let Some(addr) = v.addr else {
+                continue;
+            };
+            let Some(sec) = syms.section_for_addr(addr) else {
+                continue;
+            };
+            let shndx = sec.index as usize;
+            if !self.include.get(shndx).copied().unwrap_or(false) {
+                continue;
+            }
+            let offset = addr - sec.addr;
+            // Name, type, linkage and tags come from the specification.
+            let d = if v.spec.0 != 0 {
+                var_at(cu, v.spec).unwrap_or(v)
+            } else {
+                v
+            };
+            if d.name.is_empty() {
+                continue;
+            }
+            let name = String::from_utf8_lossy(d.name.bytes());
+            if name.starts_with('_') && SKIPPED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+                continue;
+            }
+            // A variable at offset 0 may be in a discarded section: pahole then
+            // wants an object symbol of that name in the section.
+            if offset == 0 && !syms.has_object_in(&name, sec.index) {
+                continue;
+            }
+            if !name_valid(d.name.bytes()) {
+                if self.encode_force {
+                    continue;
+                }
+                return Err(EncodeError(format!(
+                    "invalid variable name '{name}' (pahole needs --btf_encode_force to skip it)"
+                )));
+            }
+            if d.ty == DieRef::VOID {
+                if self.encode_force {
+                    continue;
+                }
+                return Err(EncodeError(format!("variable '{name}' has void type")));
+            }
+            let size = type_size(cu, d.ty, 0);
+            if size == 0 || size > u32::MAX as u64 || offset > u32::MAX as u64 {
+                continue;
+            }
+            let type_id = st.type_id(cu, d.ty);
+            let name_off = st.intern(d.name);
+            let id = st.btf_mut().push_type(Type {
+                name: name_off,
+                kind: TypeKind::Var {
+                    type_id,
+                    linkage: if d.external {
+                        VAR_GLOBAL_ALLOCATED
+                    } else {
+                        VAR_STATIC
+                    },
+                },
+            });
+            if self.decl_tag {
+                for a in d.annots {
+                    let value = st.intern(a.value);
+                    push_decl_tag(st, value, id, a.component_idx);
+                }
+            }
+            self.entries[shndx].push(VarSecInfo {
+                type_id: id,
+                offset: offset as u32,
+                size: size as u32,
+            });
+        }
+        Ok(())
+    }
+
+    /// One DATASEC per section with variables, in section order, entries sorted
+    /// by offset (stably, as glibc's merge-sort qsort leaves equal offsets).
+    pub fn finish(self, st: &mut EncoderState) {
+        for (entries, name) in self.entries.into_iter().zip(self.names.iter()) {
+            if entries.is_empty() {
+                continue;
+            }
+            let mut entries = entries;
+            entries.sort_by_key(|e| e.offset);
+            let last = entries.last().expect("not empty");
+            let size = last.offset.wrapping_add(last.size);
+            let name = st.intern(crate::dwarf::types::Name::new(name.as_bytes()));
+            st.btf_mut().push_type(Type {
+                name,
+                kind: TypeKind::Datasec { size, entries },
+            });
+        }
+    }
+}
+
+/// The unit-level variable at unit offset `r`.
+fn var_at<'c, 'a>(cu: &'c CuTypes<'a>, r: DieRef) -> Option<&'c VarDie<'a>> {
+    let i = cu.vars.binary_search_by_key(&r.0, |v| v.off).ok()?;
+    Some(&cu.vars[i])
+}
+
+/// pahole's `btf_name_valid`: `[A-Za-z_.][A-Za-z0-9_.]*`, at most 128 bytes.
+fn name_valid(name: &[u8]) -> bool {
+    let ok = |c: u8, first: bool| {
+        c == b'_'
+            || c == b'.'
+            || if first {
+                c.is_ascii_alphabetic()
+            } else {
+                c.is_ascii_alphanumeric()
+            }
+    };
+    match name.split_first() {
+        Some((&c, rest)) => {
+            ok(c, true) && name.len() <= KSYM_NAME_LEN && rest.iter().all(|&c| ok(c, false))
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(name_valid(b"jiffies"));
+        assert!(name_valid(b"_a.b1"));
+        assert!(!name_valid(b"1a"));
+        assert!(!name_valid(b"a-b"));
+        assert!(!name_valid(b""));
+        assert!(name_valid(&[b'a'; 128]));
+        assert!(!name_valid(&[b'a'; 129]));
+    }
+}

@@ -1,0 +1,107 @@
+//! The engine's output does not depend on how it runs: the corpus vmlinux and the
+//! three modules (split over the vmlinux's `.BTF`) give the same bytes with 1, 2, 4
+//! and 8 worker threads and several look-ahead windows in the default dedup mode
+//! (one-shot over the whole encoded stream, pahole's way), equal to an explicitly
+//! one-shot sequential run. The incremental dedup (`DedupMode::Incremental`) is not
+//! checked: since functions and variables are encoded it no longer gives pahole's
+//! bytes (see its doc), so it is not the default. Skips with a message when the
+//! corpus is absent.
+
+use dwarf2btf::pipeline::{encode_bytes, DedupMode, Options, Tuning};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
+
+fn corpus() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
+        let d = PathBuf::from(d);
+        return d.join("vmlinux").exists().then_some(d);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/corpus/unpack.sh"))
+        .find(|s| s.exists())?;
+    let out = Command::new("sh").arg(&script).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    d.join("vmlinux").exists().then_some(d)
+}
+
+/// The options the kernel's build passes, for `input` (split over `base` if given).
+fn options(input: &Path, base: Option<&Path>) -> Options {
+    let mut args: Vec<OsString> = vec!["-J".into(), KFLAGS.into(), "--lang_exclude=rust".into()];
+    if let Some(b) = base {
+        args.push("--btf_base".into());
+        args.push(b.into());
+    }
+    args.push(input.into());
+    dwarf2btf::cli::parse_pahole_args(&args).expect("options")
+}
+
+fn run(opts: &Options, workers: usize, window: usize, dedup: DedupMode) -> Vec<u8> {
+    let tuning = Tuning {
+        workers: Some(workers),
+        window: Some(window),
+        dedup,
+    };
+    encode_bytes(opts, &tuning).unwrap_or_else(|e| {
+        panic!(
+            "{}: -j{workers} window {window} {dedup:?}: {e}",
+            opts.input.display()
+        )
+    })
+}
+
+/// One-shot bytes first (sequential), then those of `mode` for each (workers,
+/// window): all must be equal.
+fn check(opts: &Options, mode: DedupMode, configs: &[(usize, usize)]) {
+    let oneshot = run(opts, 1, 1, DedupMode::OneShot);
+    assert!(oneshot.len() > 32, "{}: empty BTF", opts.input.display());
+    for &(workers, window) in configs {
+        let got = run(opts, workers, window, mode);
+        assert!(
+            got == oneshot,
+            "{}: -j{workers} window {window}: {mode:?} output ({} bytes) differs from one-shot ({} bytes)",
+            opts.input.display(),
+            got.len(),
+            oneshot.len()
+        );
+    }
+    // And one-shot dedup is itself independent of the threads.
+    assert!(run(opts, 4, 3, DedupMode::OneShot) == oneshot);
+}
+
+#[test]
+fn vmlinux_bytes_do_not_depend_on_jobs_or_window() {
+    let Some(c) = corpus() else {
+        eprintln!("skipped: corpus not found (set DWARF2BTF_CORPUS)");
+        return;
+    };
+    check(
+        &options(&c.join("vmlinux"), None),
+        DedupMode::Auto,
+        &[(1, 1), (2, 2), (2, 7), (4, 3), (8, 16)],
+    );
+}
+
+#[test]
+fn module_bytes_do_not_depend_on_jobs_or_window() {
+    let Some(c) = corpus() else {
+        eprintln!("skipped: corpus not found (set DWARF2BTF_CORPUS)");
+        return;
+    };
+    let vmlinux = c.join("vmlinux");
+    for m in ["nf_tables.ko", "nf_conntrack.ko", "vsock_loopback.ko"] {
+        check(
+            &options(&c.join(m), Some(&vmlinux)),
+            DedupMode::Auto,
+            &[(1, 1), (1, 2), (2, 2), (4, 4), (8, 3), (8, 32)],
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! Peak memory of the engine on the corpus vmlinux with the kernel's flags, measured
+//! by GNU time around the CLI, in the default mode (one-shot dedup, which keeps every
+//! unit's encoded types until the end, as pahole does): below pahole 1.31's 617 MB
+//! (README), flat in -j (-j8 within 1.15 × -j1), and at most linear in the input (a
+//! kernel with four copies of the vmlinux's `.debug_info` within 4 × the vmlinux).
+//! The incremental dedup's bound (95 MB, flat in the input) does not hold for the
+//! default mode: it no longer is the default since functions and variables are
+//! encoded (see `DedupMode::Incremental`). Skips with a message when the corpus,
+//! /usr/bin/time or objcopy are absent.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
+const TIME: &str = "/usr/bin/time";
+
+fn corpus() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
+        let d = PathBuf::from(d);
+        return d.join("vmlinux").exists().then_some(d);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = root
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared/corpus/unpack.sh"))
+        .find(|s| s.exists())?;
+    let out = Command::new("sh").arg(&script).output().ok()?;
+    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    (out.status.success() && d.join("vmlinux").exists()).then_some(d)
+}
+
+/// Removes a temporary folder however the test ends.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn temp_dir(name: &str) -> TempDir {
+    let d = std::env::temp_dir().join(format!("dwarf2btf-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    TempDir(d)
+}
+
+/// Encodes `input` at `-jJOBS` under GNU time: (peak RSS in KB, the output bytes).
+fn peak_kb(jobs: usize, input: &Path, dir: &Path) -> (u64, Vec<u8>) {
+    let out = dir.join(format!("out-j{jobs}.btf"));
+    let run = Command::new(TIME)
+        .args(["-f", "@@ %M"])
+        .arg(env!("CARGO_BIN_EXE_dwarf2btf"))
+        .args(["-J", &format!("-j{jobs}"), KFLAGS, "--lang_exclude=rust"])
+        .arg(format!("--btf_encode_detached={}", out.display()))
+        .arg(input)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{}: {err}", input.display());
+    let kb = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("@@ "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("GNU time's figure");
+    (kb, std::fs::read(&out).unwrap())
+}
+
+/// `vmlinux` with its `.debug_info` four times over (the copies' unit headers all
+/// point into the one `.debug_abbrev`, so every copy stays valid).
+fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
+    let one = dir.join("info.1");
+    let four = dir.join("info.4");
+    let out = dir.join("vmlinux.4x");
+    let dumped = Command::new("objcopy")
+        .arg(format!("--dump-section=.debug_info={}", one.display()))
+        .arg(vmlinux)
+        .arg(dir.join("scratch"))
+        .status()
+        .ok()?;
+    if !dumped.success() {
+        return None;
+    }
+    let data = std::fs::read(&one).unwrap();
+    std::fs::write(&four, data.repeat(4)).unwrap();
+    drop(data);
+    let updated = Command::new("objcopy")
+        .arg(format!("--update-section=.debug_info={}", four.display()))
+        .arg(vmlinux)
+        .arg(&out)
+        .status()
+        .ok()?;
+    for f in [one, four, dir.join("scratch")] {
+        let _ = std::fs::remove_file(f);
+    }
+    updated.success().then_some(out)
+}
+
+fn ready() -> Option<PathBuf> {
+    let c = corpus();
+    if c.is_none() {
+        eprintln!("skipped: corpus not found (set DWARF2BTF_CORPUS)");
+    } else if !Path::new(TIME).exists() {
+        eprintln!("skipped: {TIME} (GNU time) not found");
+        return None;
+    }
+    c
+}
+
+#[test]
+fn peak_rss_is_below_pahole_flat_in_jobs_and_linear_in_input() {
+    let Some(c) = ready() else { return };
+    let dir = temp_dir("engine-memory");
+    let vmlinux = c.join("vmlinux");
+    let (j1, out1) = peak_kb(1, &vmlinux, &dir.0);
+    let (j8, out8) = peak_kb(8, &vmlinux, &dir.0);
+    eprintln!("vmlinux peak RSS: -j1 {j1} KB, -j8 {j8} KB");
+    assert!(out1 == out8, "-j1 and -j8 outputs differ");
+    assert!(
+        j1 < 617 * 1024,
+        "-j1 peak RSS {j1} KB not below pahole 1.31's 617 MB"
+    );
+    assert!(
+        j8 as f64 <= 1.15 * j1 as f64,
+        "-j8 peak RSS {j8} KB > 1.15 × -j1's {j1} KB"
+    );
+    let Some(v4) = four_copies(&vmlinux, &dir.0) else {
+        eprintln!("skipped the four-copy kernel: objcopy failed or is absent");
+        return;
+    };
+    let (j2, _) = peak_kb(2, &vmlinux, &dir.0);
+    let (x4, out4) = peak_kb(2, &v4, &dir.0);
+    eprintln!("peak RSS at -j2: vmlinux {j2} KB, four copies of .debug_info {x4} KB");
+    assert!(
+        x4 as f64 <= 4.0 * j2 as f64,
+        "four-copy kernel peak RSS {x4} KB > 4 × {j2} KB"
+    );
+    // The four-copy kernel's BTF is not compared with the vmlinux's: with functions
+    // and variables encoded, the copies' repeated function and variable records change
+    // the output (not a kernel pahole has a reference for), so only its memory counts.
+    assert!(out4.len() > 32, "the four-copy kernel's BTF is empty");
+}
