@@ -12,6 +12,7 @@ use std::sync::Arc;
 /// `--btf_base` was given) where `opts` says. Every write is atomic: on failure the
 /// input and any existing output are untouched.
 pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> Result<(), Error> {
+    check_encoded(&opts.input, &bytes, base)?;
     match (&opts.detached, base) {
         // pahole distils only when it writes into the ELF; a detached file is the
         // plain split BTF.
@@ -30,6 +31,20 @@ pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> 
             crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)])
         }
     }
+}
+
+/// Refuses to write BTF the kernel would reject. Damaged DWARF (a type that refers
+/// to itself, a reference outside its unit) can encode to such BTF; failing here
+/// names the input instead of leaving a vmlinux or module that will not load. The
+/// check costs well under 0.1 s for a whole vmlinux.
+fn check_encoded(input: &Path, bytes: &[u8], base: Option<&Arc<Btf>>) -> Result<(), Error> {
+    btf::validate::parse_checked(bytes, base.cloned()).map_err(|e| {
+        Error::file(
+            input,
+            format!("its DWARF encodes to invalid BTF, nothing written: {e}"),
+        )
+    })?;
+    Ok(())
 }
 
 /// A `.BTF.base` left by an earlier distilled encoding would make the loader read
