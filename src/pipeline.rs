@@ -55,8 +55,10 @@ pub enum DedupMode {
     /// yet: the function encoder saves type ids of the whole growing BTF and adds the
     /// FUNC_PROTO/FUNC/DECL_TAG/DATASEC types at the end, while this mode restarts
     /// the encoder's ids every unit ([`EncoderState::take_types`]) and deduplicates
-    /// the strings, so its output is not pahole's. Kept for the engine's types-only
-    /// measurements; never chosen by [`DedupMode::Auto`].
+    /// the strings, so its output would not be pahole's: a run that encodes any
+    /// FUNC, VAR or DATASEC fails with an error instead. Kept for a later fix (remap
+    /// the saved records through each unit's kept ids); never chosen by
+    /// [`DedupMode::Auto`].
     Incremental,
     /// Every unit's types are kept until the end and deduplicated in one pass, as
     /// pahole does.
@@ -242,6 +244,7 @@ fn encode_units(
         lock(&pool).push(arena);
         if let Some(inc) = sink {
             let types = state.take_types();
+            refuse_funcs(&types).map_err(|e| dw.unit_error(idx, e))?;
             inc.add_types(&types, state.btf())
                 .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?;
         }
@@ -261,13 +264,35 @@ fn encode_units(
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
     if let Some(inc) = sink {
-        // The FUNC_PROTO/FUNC/DECL_TAG/DATASEC batch `finish` adds (see
-        // `DedupMode::Incremental`: its ids are not remapped yet).
+        // What `finish` added: with functions or variables, refused (see
+        // `DedupMode::Incremental`).
         let types = state.take_types();
+        refuse_funcs(&types).map_err(|e| Error::file(&opts.input, e))?;
         inc.add_types(&types, state.btf())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
     }
     Ok(state)
+}
+
+/// The incremental dedup refuses functions and variables rather than write BTF that
+/// is not pahole's: their ids are not remapped across units yet (see
+/// [`DedupMode::Incremental`]).
+const INCREMENTAL_FUNCS: &str = "the incremental dedup cannot encode functions or \
+                                 variables yet; use the default (one-shot) dedup";
+
+/// See [`INCREMENTAL_FUNCS`].
+fn refuse_funcs(types: &[crate::btf::Type]) -> Result<(), String> {
+    use crate::btf::TypeKind;
+    let found = types.iter().any(|t| {
+        matches!(
+            t.kind,
+            TypeKind::Func { .. } | TypeKind::Var { .. } | TypeKind::Datasec { .. }
+        )
+    });
+    if found {
+        return Err(INCREMENTAL_FUNCS.to_string());
+    }
+    Ok(())
 }
 
 /// The pool's lock; a panic elsewhere while it was held cannot leave the pool in a

@@ -2,10 +2,10 @@
 //! three modules (split over the vmlinux's `.BTF`) give the same bytes with 1, 2, 4
 //! and 8 worker threads and several look-ahead windows in the default dedup mode
 //! (one-shot over the whole encoded stream, pahole's way), equal to an explicitly
-//! one-shot sequential run. The incremental dedup (`DedupMode::Incremental`) is not
-//! checked: since functions and variables are encoded it no longer gives pahole's
-//! bytes (see its doc), so it is not the default. Skips with a message when the
-//! corpus is absent.
+//! one-shot sequential run. The incremental dedup (`DedupMode::Incremental`) no
+//! longer gives pahole's bytes since functions and variables are encoded (see its
+//! doc), so it is not the default and refuses such runs with an error, which is
+//! checked here. Skips with a message when the corpus is absent.
 
 use dwarf2btf::pipeline::{encode_bytes, DedupMode, Options, Tuning};
 use std::ffi::OsString;
@@ -104,4 +104,16 @@ fn module_bytes_do_not_depend_on_jobs_or_window() {
             &[(1, 1), (1, 2), (2, 2), (4, 4), (8, 3), (8, 32)],
         );
     }
+    // The incremental dedup refuses to write BTF with functions or variables.
+    let opts = options(&c.join("vsock_loopback.ko"), Some(&vmlinux));
+    let tuning = Tuning {
+        workers: Some(2),
+        window: Some(2),
+        dedup: DedupMode::Incremental,
+    };
+    let err = encode_bytes(&opts, &tuning).expect_err("incremental dedup with functions");
+    assert!(
+        err.to_string().contains("functions or variables"),
+        "unexpected error: {err}"
+    );
 }
