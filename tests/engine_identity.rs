@@ -7,31 +7,11 @@
 //! doc), so it is not the default and refuses such runs with an error, which is
 //! checked here. Skips with a message when the corpus is absent.
 
+mod corpus_util;
+use corpus_util::{corpus, KFLAGS};
 use dwarf2btf::pipeline::{encode_bytes, DedupMode, Options, Tuning};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
-
-fn corpus() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
-        let d = PathBuf::from(d);
-        return d.join("vmlinux").exists().then_some(d);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = root
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/corpus/unpack.sh"))
-        .find(|s| s.exists())?;
-    let out = Command::new("sh").arg(&script).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    d.join("vmlinux").exists().then_some(d)
-}
+use std::path::Path;
 
 /// The options the kernel's build passes, for `input` (split over `base` if given).
 fn options(input: &Path, base: Option<&Path>) -> Options {

@@ -8,27 +8,12 @@
 //! encoded (see `DedupMode::Incremental`). Skips with a message when the corpus,
 //! /usr/bin/time or objcopy are absent.
 
+mod corpus_util;
+use corpus_util::{corpus, KFLAGS};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
 const TIME: &str = "/usr/bin/time";
-
-fn corpus() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
-        let d = PathBuf::from(d);
-        return d.join("vmlinux").exists().then_some(d);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = root
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/corpus/unpack.sh"))
-        .find(|s| s.exists())?;
-    let out = Command::new("sh").arg(&script).output().ok()?;
-    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    (out.status.success() && d.join("vmlinux").exists()).then_some(d)
-}
 
 /// Removes a temporary folder however the test ends.
 struct TempDir(PathBuf);

@@ -4,50 +4,10 @@
 //! renumbering, which says what differs), then byte for byte. Skips with a
 //! message when the corpus, the reference files or python3 are absent.
 
-use std::path::{Path, PathBuf};
+mod corpus_util;
+use corpus_util::{corpus, reference, shared, tmp, KFLAGS};
+use std::path::Path;
 use std::process::Command;
-
-const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The project's `shared` folder: `../shared` from the main checkout, further up
-/// from a worktree.
-fn shared() -> Option<PathBuf> {
-    root()
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared"))
-        .find(|d| d.join("tools/btfcmp.py").exists())
-}
-
-fn corpus() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
-        let d = PathBuf::from(d);
-        return d.join("vmlinux").exists().then_some(d);
-    }
-    let script = shared()?.join("corpus/unpack.sh");
-    let out = Command::new("sh").arg(&script).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    d.join("vmlinux").exists().then_some(d)
-}
-
-fn reference() -> Option<PathBuf> {
-    let d = shared()?.join("reference/pahole-1.31");
-    d.exists().then_some(d)
-}
-
-/// A temporary file name unique to this call (tests run on parallel threads).
-fn tmp(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("dwarf2btf-funcs-{}-{n}-{name}", std::process::id()))
-}
 
 /// Encodes `input` with `flags`, compares the whole output with `reference` and
 /// returns btfcmp's verdict (None if python3 is missing), after printing how far

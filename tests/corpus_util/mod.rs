@@ -1,0 +1,53 @@
+//! Where the corpus tests find their inputs: the project's `shared` folder (the pahole
+//! references, btfcmp.py), the unpacked corpus, and unique temporary names. Shared by
+//! the corpus test files; each uses a part of it.
+#![allow(dead_code)] // each test binary compiles this module and uses only a part
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The flags `scripts/Makefile.btf` passes (without `--lang_exclude=rust`).
+pub const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
+
+/// The repository root.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The project's `shared` folder: `../shared` from the main checkout, further up
+/// from a worktree.
+pub fn shared() -> Option<PathBuf> {
+    root()
+        .ancestors()
+        .skip(1)
+        .map(|a| a.join("shared"))
+        .find(|d| d.join("tools/btfcmp.py").exists())
+}
+
+/// The unpacked corpus: `$DWARF2BTF_CORPUS`, or what `shared/corpus/unpack.sh` prints.
+pub fn corpus() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
+        let d = PathBuf::from(d);
+        return d.join("vmlinux").exists().then_some(d);
+    }
+    let script = shared()?.join("corpus/unpack.sh");
+    let out = Command::new("sh").arg(&script).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    d.join("vmlinux").exists().then_some(d)
+}
+
+/// pahole v1.31's reference outputs.
+pub fn reference() -> Option<PathBuf> {
+    let d = shared()?.join("reference/pahole-1.31");
+    d.exists().then_some(d)
+}
+
+/// A temporary file name unique to this call (tests run on parallel threads).
+pub fn tmp(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("dwarf2btf-test-{}-{n}-{name}", std::process::id()))
+}
