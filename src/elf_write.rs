@@ -434,7 +434,16 @@ impl<'a> Elf<'a> {
 
     fn section_name(&self, idx: usize) -> Res<&'a [u8]> {
         let st = &self.shdrs[self.shstrndx];
-        let table = &self.data[st.offset as usize..(st.offset + st.size) as usize];
+        let table = usize::try_from(st.offset)
+            .ok()
+            .zip(usize::try_from(st.offset.saturating_add(st.size)).ok())
+            .and_then(|(start, end)| self.data.get(start..end))
+            .ok_or_else(|| {
+                ElfWriteError::Malformed(format!(
+                    "section name table [{}] at {:#x}+{:#x} lies outside the file",
+                    self.shstrndx, st.offset, st.size
+                ))
+            })?;
         let off = self.shdrs[idx].name as usize;
         let rest = table.get(off..).ok_or_else(|| {
             ElfWriteError::Malformed(format!(
