@@ -122,20 +122,7 @@ pub fn elf_reader(data: &[u8]) {
     let path = scratch_file("elf", data);
     if let Ok(input) = dwarf2btf::elf::ElfInput::open(&path) {
         let mut sum = 0usize;
-        for name in [
-            ".debug_info",
-            ".debug_abbrev",
-            ".debug_str",
-            ".debug_str_offsets",
-            ".debug_line",
-            ".debug_line_str",
-            ".debug_addr",
-            ".debug_rnglists",
-            ".debug_ranges",
-            ".debug_loclists",
-            ".debug_loc",
-            ".debug_types",
-        ] {
+        for &name in dwarf2btf::elf::DEBUG_SECTIONS {
             let s = input.section(name);
             sum = sum
                 .wrapping_add(s.len())

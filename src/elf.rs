@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The DWARF sections we read; each is located once when the file is opened.
-const DEBUG_SECTIONS: &[&str] = &[
+pub const DEBUG_SECTIONS: &[&str] = &[
     ".debug_info",
     ".debug_abbrev",
     ".debug_str",
