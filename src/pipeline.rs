@@ -14,7 +14,7 @@
 //! run in unit order on one token holder at a time, and parsing a unit depends on
 //! nothing but the unit.
 
-use crate::btf::{self, Btf};
+use crate::btf::{self, Btf, TypeId};
 use crate::dedup::{Compat, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
@@ -82,7 +82,13 @@ pub struct Tuning {
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
     let base = load_base(opts)?;
-    let bytes = encode_bytes_over(opts, &Tuning::default(), base.clone())?;
+    let mut tuning = Tuning::default();
+    match std::env::var("DWARF2BTF_DEDUP").as_deref() {
+        Ok("incremental") => tuning.dedup = DedupMode::Incremental,
+        Ok("oneshot") => tuning.dedup = DedupMode::OneShot,
+        _ => {}
+    }
+    let bytes = encode_bytes_over(opts, &tuning, base.clone())?;
     crate::emit::write_output(opts, bytes, base.as_ref())
 }
 
@@ -100,21 +106,12 @@ pub fn encode_bytes_over(
     let mut sink = match tuning.dedup {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
-            Incremental::new(base.clone(), Compat::Upstream)
+            Incremental::new_encoded(base.clone(), Compat::Upstream)
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
     let state = encode_units(opts, tuning, base, &mut sink)?;
-    let dedup_err = |e| Error::file(&opts.input, format!("dedup: {e}"));
-    match sink {
-        None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
-        Some(inc) => {
-            let btf = state.finish();
-            let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
-            drop(btf);
-            inc.finish_bytes(endian, &extra).map_err(dedup_err)
-        }
-    }
+    dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e))
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
@@ -243,10 +240,15 @@ fn encode_units(
         arena.reset();
         lock(&pool).push(arena);
         if let Some(inc) = sink {
+            let first = state.btf().first_id().0;
             let types = state.take_types();
-            refuse_funcs(&types).map_err(|e| dw.unit_error(idx, e))?;
-            inc.add_types(&types, state.btf())
+            let kept = inc
+                .add_types(&types, state.btf())
                 .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?;
+            funcs.remap_unit(|id| match id.0.checked_sub(first) {
+                Some(i) => TypeId(kept[i as usize]),
+                None => id,
+            });
         }
         if let Some(front) = &mut front {
             // Releasing only saves memory: a failure is not worth failing the run for.
@@ -260,39 +262,19 @@ fn encode_units(
             panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
         },
     )?;
+    if let Some(inc) = sink.take() {
+        // The functions and DATASECs refer to kept types: they are added after them,
+        // and the final one-shot dedup runs over the kept types and these.
+        let kept = inc
+            .kept_btf(state.btf())
+            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
+        drop(inc);
+        state.replace_types(kept.into_types());
+    }
     funcs
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
-    if let Some(inc) = sink {
-        // What `finish` added: with functions or variables, refused (see
-        // `DedupMode::Incremental`).
-        let types = state.take_types();
-        refuse_funcs(&types).map_err(|e| Error::file(&opts.input, e))?;
-        inc.add_types(&types, state.btf())
-            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
-    }
     Ok(state)
-}
-
-/// The incremental dedup refuses functions and variables rather than write BTF that
-/// is not pahole's: their ids are not remapped across units yet (see
-/// [`DedupMode::Incremental`]).
-const INCREMENTAL_FUNCS: &str = "the incremental dedup cannot encode functions or \
-                                 variables yet; use the default (one-shot) dedup";
-
-/// See [`INCREMENTAL_FUNCS`].
-fn refuse_funcs(types: &[crate::btf::Type]) -> Result<(), String> {
-    use crate::btf::TypeKind;
-    let found = types.iter().any(|t| {
-        matches!(
-            t.kind,
-            TypeKind::Func { .. } | TypeKind::Var { .. } | TypeKind::Datasec { .. }
-        )
-    });
-    if found {
-        return Err(INCREMENTAL_FUNCS.to_string());
-    }
-    Ok(())
 }
 
 /// The pool's lock; a panic elsewhere while it was held cannot leave the pool in a

@@ -139,6 +139,11 @@ impl Btf {
         &self.types
     }
 
+    /// This blob's own types, taken out of it.
+    pub fn into_types(self) -> Vec<Type> {
+        self.types
+    }
+
     /// This blob's own types, mutable.
     pub fn types_mut(&mut self) -> &mut Vec<Type> {
         &mut self.types

@@ -130,6 +130,12 @@ pub struct Engine {
     cand_buf: Vec<u32>,
     /// The caller's string offset → ours, kept across `load_types` batches.
     str_memo: FxHashMap<u32, u32>,
+    /// Batches come from one encoder whose string section only grows and holds each
+    /// string once: its offsets are kept as they are (`strs` stays unused) and the
+    /// caller writes that section (see `Incremental::new_encoded`).
+    verbatim_strs: bool,
+    /// Kept id of each type of the last incremental batch (see `Engine::process`).
+    last_kept: Vec<u32>,
     eq_stack: Vec<(u32, u32)>,
     ref_stack: Vec<(u32, usize)>,
 }
@@ -177,6 +183,8 @@ impl Engine {
             str_start: 0,
             cand_buf: Vec::new(),
             str_memo: FxHashMap::default(),
+            verbatim_strs: false,
+            last_kept: Vec::new(),
             eq_stack: Vec::new(),
             ref_stack: Vec::new(),
         };
@@ -460,9 +468,13 @@ impl Engine {
                 }
                 match batch.str_bytes(StrOffset(off)) {
                     Some(bytes) => {
-                        let o = match self.base_strs.as_ref().and_then(|b| b.find(bytes)) {
-                            Some(o) => o,
-                            None => self.str_start + self.strs.add(bytes),
+                        let o = if self.verbatim_strs {
+                            off
+                        } else {
+                            match self.base_strs.as_ref().and_then(|b| b.find(bytes)) {
+                                Some(o) => o,
+                                None => self.str_start + self.strs.add(bytes),
+                            }
                         };
                         memo.insert(off, o);
                         r[p] = o;
@@ -968,6 +980,15 @@ impl Engine {
                 next += 1;
             }
         }
+        if self.batch_keys.is_some() {
+            // Where each type of the batch ends up: kept here, or a type kept earlier.
+            self.last_kept.clear();
+            for id in s..e {
+                let x = self.resolve(id);
+                self.last_kept
+                    .push(if x < s { x } else { new_ids[(x - s) as usize] });
+            }
+        }
         let mut out: Vec<u32> = Vec::new();
         let mut out_offs: Vec<u32> = Vec::new();
         for id in s..e {
@@ -1023,6 +1044,16 @@ impl Engine {
     }
 
     /// Number of types kept so far past the real base.
+    /// Keeps batch string offsets as they are (see `verbatim_strs`).
+    pub fn set_verbatim_strings(&mut self) {
+        self.verbatim_strs = true;
+    }
+
+    /// Kept id of each type of the last batch (incremental mode), in batch order.
+    pub fn last_kept(&self) -> &[u32] {
+        &self.last_kept
+    }
+
     pub fn own_types(&self) -> u32 {
         self.n_ids() - 1 - self.base_types
     }
@@ -1030,9 +1061,19 @@ impl Engine {
     /// The kept types and strings as raw BTF in `endian`, with `header_extra` (zero
     /// bytes) past the 24-byte header.
     pub fn to_bytes(&self, endian: Endian, header_extra: &[u8]) -> Vec<u8> {
+        self.to_bytes_with_strings(endian, header_extra, self.strs.data())
+    }
+
+    /// [`Engine::to_bytes`] with `strs` as the string section (for verbatim strings,
+    /// the encoder's section).
+    pub fn to_bytes_with_strings(
+        &self,
+        endian: Endian,
+        header_extra: &[u8],
+        strs: &[u8],
+    ) -> Vec<u8> {
         let first = self.base_types + 1;
         let type_words = &self.w[self.offs[first as usize] as usize..];
-        let strs = self.strs.data();
         let type_len = type_words.len() * 4;
         let hdr_len = 24 + header_extra.len();
         let mut buf = Vec::with_capacity(hdr_len + type_len + strs.len());

@@ -252,17 +252,42 @@ impl Incremental {
         self.engine.add_batch(batch)
     }
 
+    /// An incremental dedup for the batches of one encoder ([`Incremental::add_types`]
+    /// only): its string offsets are kept as they are, since the encoder's section
+    /// only grows and holds each string once, and [`Incremental::kept_btf`] gives
+    /// the kept types over that section. Nothing is copied per string, and the
+    /// result keeps the encoder's string section as a one-shot dedup of the whole
+    /// stream does.
+    pub fn new_encoded(base: Option<Arc<Btf>>, compat: Compat) -> Result<Incremental, DedupError> {
+        let mut inc = Incremental::new(base, compat)?;
+        inc.engine.set_verbatim_strings();
+        Ok(inc)
+    }
+
     /// [`Incremental::add`] for one batch of `types` kept apart from their strings:
     /// they are numbered from `strings.first_id()` and name offsets into `strings`
     /// (see `Engine::load_types`). The encoder hands each unit over this way, keeping
-    /// its string section from one unit to the next.
+    /// its string section from one unit to the next. Returns the kept id of each
+    /// type of the batch, in batch order: where whatever still refers to the batch's
+    /// ids (saved function records, variables) must point now.
     pub fn add_types(
         &mut self,
         types: &[crate::btf::Type],
         strings: &Btf,
-    ) -> Result<(), DedupError> {
+    ) -> Result<&[u32], DedupError> {
         let s = self.engine.load_types(types, strings)?;
-        self.engine.process(s)
+        self.engine.process(s)?;
+        Ok(self.engine.last_kept())
+    }
+
+    /// The kept types (ids from the base's end on, as [`Incremental::add_types`]
+    /// returned them) over `strings`' string section: for [`Incremental::new_encoded`],
+    /// the encoder's section, which names every kept type.
+    pub fn kept_btf(&self, strings: &Btf) -> Result<Btf, DedupError> {
+        let bytes = self
+            .engine
+            .to_bytes_with_strings(strings.endian(), &[], strings.strings());
+        crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 
     /// Number of types kept so far (not counting the base).

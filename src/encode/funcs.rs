@@ -4,8 +4,10 @@
 //! The rules (which subprograms are candidates, the location analysis behind
 //! `optimized_func`, the `consistent_func` merge, the kfunc tags) are those of
 //! docs/pahole-functions.md §3–§6. A saved record holds BTF ids of the growing,
-//! not yet deduplicated BTF: dedup runs only at the very end, so they stay valid,
-//! and pahole compares prototypes on exactly such ids.
+//! not yet deduplicated BTF, as pahole's do; with the incremental dedup, the ids of
+//! the types kept for them instead ([`FuncEncoder::remap_unit`]). The prototype
+//! comparison (`types_match`) looks only at names and shapes, which dedup keeps, so
+//! it gives the same answers on either.
 
 use super::vars::VarSections;
 use super::{EncodeError, EncoderState, Features};
@@ -65,6 +67,10 @@ pub struct FuncEncoder {
     parms: Vec<Param>,
     annots: Vec<(StrOffset, i32)>,
     vars: VarSections,
+    /// Where the last unit's saved records and parameters start (see
+    /// [`FuncEncoder::remap_unit`]).
+    unit_saved: usize,
+    unit_parms: usize,
     /// Per-unit scratch: (unit offset, function index, parameter index) of every
     /// parameter of the unit, sorted by offset.
     param_index: Vec<(u32, u32, u32)>,
@@ -117,14 +123,31 @@ impl FuncEncoder {
             vars,
             param_index: Vec::new(),
             share: Vec::new(),
+            unit_saved: 0,
+            unit_parms: 0,
         })
     }
 
     /// Saves the candidate functions of unit `cu` and encodes its variables. Call
     /// right after [`super::encode_cu`] of the same unit.
     pub fn add_cu(&mut self, cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeError> {
+        self.unit_saved = self.saved.len();
+        self.unit_parms = self.parms.len();
         self.save_funcs(cu, st);
         self.vars.encode_cu(cu, st, &self.syms)
+    }
+
+    /// Renumbers the type ids the last unit's records hold (return and parameter
+    /// types, variables' ids) through `map`: an incremental dedup has just replaced
+    /// the unit's types by the types it keeps.
+    pub fn remap_unit(&mut self, map: impl Fn(TypeId) -> TypeId) {
+        for s in &mut self.saved[self.unit_saved..] {
+            s.ret = map(s.ret);
+        }
+        for p in &mut self.parms[self.unit_parms..] {
+            p.type_id = map(p.type_id);
+        }
+        self.vars.remap_unit(map);
     }
 
     /// Emits the saved functions in name order, then one DATASEC per section with

@@ -116,6 +116,15 @@ impl EncoderState {
         types
     }
 
+    /// Replaces every type of the BTF with `types` (numbered from the first id on),
+    /// keeping the strings: after an incremental dedup, the kept types, so that what
+    /// is added after the last unit (functions, DATASECs) refers to them. The array
+    /// index type is forgotten: nothing added after the units has arrays.
+    pub fn replace_types(&mut self, types: Vec<Type>) {
+        *self.btf.types_mut() = types;
+        self.index_type = None;
+    }
+
     fn str(&mut self, s: Name<'_>) -> StrOffset {
         self.strings.intern(&mut self.btf, s)
     }

@@ -4,7 +4,7 @@
 
 use super::funcs::{push_decl_tag, type_size};
 use super::{EncodeError, EncoderState, Features};
-use crate::btf::{Type, TypeKind, VarSecInfo, VAR_GLOBAL_ALLOCATED, VAR_STATIC};
+use crate::btf::{Type, TypeId, TypeKind, VarSecInfo, VAR_GLOBAL_ALLOCATED, VAR_STATIC};
 use crate::dwarf::types::{CuTypes, DieRef, VarDie};
 use crate::symbols::{ElfSymbols, PERCPU_SECTION};
 
@@ -28,6 +28,8 @@ pub struct VarSections {
     entries: Vec<Vec<VarSecInfo>>,
     /// Section names.
     names: Vec<Box<str>>,
+    /// (section, entry) of the last unit's variables (see `remap_unit`).
+    unit_entries: Vec<(u32, u32)>,
     encode_force: bool,
     decl_tag: bool,
 }
@@ -44,6 +46,7 @@ impl VarSections {
             include,
             entries: vec![Vec::new(); syms.sections.len()],
             names: syms.sections.iter().map(|s| s.name.clone()).collect(),
+            unit_entries: Vec::new(),
             encode_force: features.encode_force,
             decl_tag: features.decl_tag,
         }
@@ -56,6 +59,7 @@ impl VarSections {
         st: &mut EncoderState,
         syms: &ElfSymbols,
     ) -> Result<(), EncodeError> {
+        self.unit_entries.clear();
         if !self.include.iter().any(|&b| b) {
             return Ok(());
         }
@@ -134,6 +138,8 @@ impl VarSections {
                     push_decl_tag(st, value, id, a.component_idx);
                 }
             }
+            self.unit_entries
+                .push((shndx as u32, self.entries[shndx].len() as u32));
             self.entries[shndx].push(VarSecInfo {
                 type_id: id,
                 offset: offset as u32,
@@ -141,6 +147,15 @@ impl VarSections {
             });
         }
         Ok(())
+    }
+
+    /// Renumbers the VAR ids of the last unit's variables through `map` (see
+    /// `FuncEncoder::remap_unit`).
+    pub fn remap_unit(&mut self, map: impl Fn(TypeId) -> TypeId) {
+        for &(sec, i) in &self.unit_entries {
+            let e = &mut self.entries[sec as usize][i as usize];
+            e.type_id = map(e.type_id);
+        }
     }
 
     /// One DATASEC per section with variables, in section order, entries sorted
