@@ -125,6 +125,34 @@ impl ReleaseFront {
     }
 }
 
+/// A [`ReleaseFront`] over one section of the input, taking offsets into the section.
+#[derive(Debug, Clone)]
+pub struct SectionFront {
+    front: ReleaseFront,
+    /// Offset of the section in the mapping.
+    start: usize,
+}
+
+impl SectionFront {
+    /// Tracks `section`, a slice of `map`; None for an empty section or one that is
+    /// an owned copy (inflated or relocated) rather than part of the mapping.
+    pub fn new(map: &Mmap, section: &[u8]) -> Option<SectionFront> {
+        let start = (section.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
+        let inside = start <= map.len() && section.len() <= map.len() - start;
+        (inside && !section.is_empty()).then(|| SectionFront {
+            front: ReleaseFront::new(start..start + section.len()),
+            start,
+        })
+    }
+
+    /// Everything of the section before `offset` has been consumed (see
+    /// [`ReleaseFront::release_through`]).
+    pub fn release_through(&mut self, map: &Mmap, offset: usize) -> io::Result<usize> {
+        self.front
+            .release_through(map, self.start.saturating_add(offset))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

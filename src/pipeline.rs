@@ -19,7 +19,7 @@ use crate::dedup::{Compat, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
-use crate::mmap::ReleaseFront;
+use crate::mmap::SectionFront;
 use crate::Error;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -205,22 +205,7 @@ fn encode_units(
     let mut funcs = new_func_encoder(&input, &opts.features)?;
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning.window.unwrap_or(workers.max(2));
-    let info = input.section(".debug_info");
-    // The unit boundaries as offsets into the mapping, when .debug_info is read in
-    // place (not an inflated or relocated copy, as in a module).
-    let info_start = (info.as_ptr() as usize).wrapping_sub(input.bytes().as_ptr() as usize);
-    let mapped =
-        info_start <= input.bytes().len() && info.len() <= input.bytes().len() - info_start;
-    let mut front = mapped.then(|| ReleaseFront::new(info_start..info_start + info.len()));
-    let unit_end = |idx: usize| -> usize {
-        match dw.units.get(idx + 1) {
-            Some(next) => next
-                .offset()
-                .as_debug_info_offset()
-                .map_or(info.len(), |o| o.0),
-            None => info.len(),
-        }
-    };
+    let mut release = InputRelease::new(&input);
     // Emptied arenas, for the next units: a unit's data is freed in one step when it
     // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
     // most window + workers arenas ever exist.
@@ -236,6 +221,7 @@ fn encode_units(
         funcs
             .add_cu(unit.borrow_dependent(), &mut state)
             .map_err(|e| dw.unit_error(idx, e))?;
+        let loclists_start = unit.borrow_dependent().loclists_start;
         let mut arena = unit.into_owner().arena;
         arena.reset();
         lock(&pool).push(arena);
@@ -250,10 +236,7 @@ fn encode_units(
                 None => id,
             });
         }
-        if let Some(front) = &mut front {
-            // Releasing only saves memory: a failure is not worth failing the run for.
-            let _ = front.release_through(input.map(), info_start + unit_end(idx));
-        }
+        release.after_unit(&input, &dw, idx, loclists_start);
         Ok(())
     };
     sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(
@@ -277,6 +260,50 @@ fn encode_units(
     Ok(state)
 }
 
+/// Gives back the input pages of the units already encoded, section by section, so
+/// that the mapped input does not stay resident (see [`crate::mmap`]). Each section's
+/// units' parts lie in unit order, so all before the next unit's part is consumed;
+/// should a page be needed again after all (an odd producer), it faults back in.
+struct InputRelease {
+    info: Option<SectionFront>,
+    abbrev: Option<SectionFront>,
+    loclists: Option<SectionFront>,
+    info_len: usize,
+}
+
+impl InputRelease {
+    /// Tracks the sections of `input` that are read unit by unit.
+    fn new(input: &ElfInput) -> InputRelease {
+        let map = input.map();
+        InputRelease {
+            info: SectionFront::new(map, input.section(".debug_info")),
+            abbrev: SectionFront::new(map, input.section(".debug_abbrev")),
+            loclists: SectionFront::new(map, input.section(".debug_loclists")),
+            info_len: input.section(".debug_info").len(),
+        }
+    }
+
+    /// Unit `idx` is encoded, and its `.debug_loclists` part starts at
+    /// `loclists_start` (see `CuTypes::loclists_start`). Releasing only saves memory: a failure is no reason to fail
+    /// the run.
+    fn after_unit(&mut self, input: &ElfInput, dw: &DwarfInput<'_>, idx: usize, loclists_start: u64) {
+        let map = input.map();
+        let next = dw.units.get(idx + 1);
+        if let Some(f) = &mut self.info {
+            let end = next
+                .and_then(|h| h.offset().as_debug_info_offset())
+                .map_or(self.info_len, |o| o.0);
+            let _ = f.release_through(map, end);
+        }
+        if let (Some(f), Some(h)) = (&mut self.abbrev, next) {
+            let _ = f.release_through(map, h.debug_abbrev_offset().0);
+        }
+        if let Some(f) = self.loclists.as_mut().filter(|_| loclists_start != u64::MAX) {
+            let _ = f.release_through(map, usize::try_from(loclists_start).unwrap_or(0));
+        }
+    }
+}
+
 /// The pool's lock; a panic elsewhere while it was held cannot leave the pool in a
 /// bad state (a Vec push or pop), so a poisoned lock is used as it is.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -292,6 +319,16 @@ fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder
     } else {
         crate::kfuncs::Kfuncs::default()
     };
+    // Both keep owned tables: the symbol and string tables are not read again.
+    for s in &syms.sections {
+        if s.sh_type == object::elf::SHT_SYMTAB || &*s.name == ".strtab" {
+            let start = usize::try_from(s.file_offset).unwrap_or(usize::MAX);
+            let end = start.saturating_add(usize::try_from(s.size).unwrap_or(usize::MAX));
+            if end <= input.bytes().len() {
+                let _ = crate::mmap::release_range(input.map(), start..end);
+            }
+        }
+    }
     FuncEncoder::new(Arc::new(syms), kfuncs, features).map_err(Error::Msg)
 }
 

@@ -266,6 +266,8 @@ pub struct SectionInfo {
     pub size: u64,
     /// `sh_addralign`.
     pub align: u64,
+    /// `sh_offset`: where the section's bytes are in the file.
+    pub file_offset: u64,
 }
 
 /// One `STT_OBJECT` symbol.
@@ -386,6 +388,7 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
             addr: file_addr,
             size: sh.sh_size(endian).into(),
             align: sh.sh_addralign(endian).into(),
+            file_offset: sh.sh_offset(endian).into(),
         });
     }
     if e_type == elf::ET_REL {
@@ -584,6 +587,7 @@ mod tests {
             addr: 0,
             size,
             align,
+            file_offset: 0,
         }
     }
 

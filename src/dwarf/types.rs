@@ -12,6 +12,7 @@ use arena::Bump;
 use bumpalo::collections::Vec as BVec;
 use gimli::constants::*;
 use gimli::UnitOffset;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// `DW_TAG_LLVM_annotation` (clang's `btf_type_tag` / `btf_decl_tag`).
@@ -337,6 +338,11 @@ pub struct CuTypes<'a> {
     pub vars: &'a [VarDie<'a>],
     /// For reading parameter location lists (None for an empty unit).
     pub locs: Option<LocCtx<'a>>,
+    /// The lowest `.debug_loclists` (or `.debug_loc`) offset the unit uses: its
+    /// `DW_AT_loclists_base`, else its first location list (`u64::MAX` if none).
+    /// Compilers lay the units' lists out in unit order, so the lists before it
+    /// are earlier units'.
+    pub loclists_start: u64,
     /// The order pahole adds the types in, as indices into `types`, when it is
     /// not DIE order (empty then): a struct or union whose DIE contains type DIEs
     /// (in gcc's output, only types local to a function) comes after them.
@@ -364,6 +370,7 @@ impl<'a> CuTypes<'a> {
             funcs: &[],
             vars: &[],
             locs: None,
+            loclists_start: u64::MAX,
             order: &[],
         }
     }
@@ -502,6 +509,7 @@ pub fn parse_cu<'a, 'i: 'a>(
         addr_base: 0,
         loclists: dw.input.section(".debug_loclists"),
         loclists_base: 0,
+        loc_min: Cell::new(u64::MAX),
     };
     let data = entries.slice();
     let RootAttrs {
@@ -533,6 +541,11 @@ pub fn parse_cu<'a, 'i: 'a>(
             lists: dw.dwarf.locations,
             encoding,
         }),
+        loclists_start: if loclists_base != 0 {
+            loclists_base
+        } else {
+            p.loc_min.get()
+        },
         order,
     })
 }
@@ -560,6 +573,8 @@ struct Parser<'a, 'i, 'u> {
     /// `.debug_loclists` and the unit's `DW_AT_loclists_base`.
     loclists: &'i [u8],
     loclists_base: u64,
+    /// The lowest location list offset met (see `CuTypes::loclists_start`).
+    loc_min: Cell<u64>,
 }
 
 /// The attributes of a unit's root DIE that reading its other DIEs needs.
@@ -686,10 +701,15 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     fn loc(&self, v: Option<Val<'a>>) -> LocDie<'a> {
         match v {
             Some(Val::Expr(e)) => LocDie::Expr(e),
-            Some(Val::U(off)) => LocDie::List(off),
-            Some(Val::LocListX(i)) => self.loclistx(i).map_or(LocDie::None, LocDie::List),
+            Some(Val::U(off)) => self.list_at(off),
+            Some(Val::LocListX(i)) => self.loclistx(i).map_or(LocDie::None, |o| self.list_at(o)),
             _ => LocDie::None,
         }
+    }
+
+    fn list_at(&self, off: u64) -> LocDie<'a> {
+        self.loc_min.set(self.loc_min.get().min(off));
+        LocDie::List(off)
     }
 
     /// The address a variable's location expression starts with, if it starts
