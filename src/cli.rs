@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [--btf_features=LIST] \
-                     [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] FILE\n       \
+                     [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] \
+                     [--dedup=auto|incremental|one-shot] FILE\n       \
                      dwarf2btf -J [OPTIONS] --btf_base BASE MODULE.ko… (many modules, in parallel)\n       \
                      dwarf2btf --version (answers as pahole: v1.31)\n       \
                      dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
@@ -57,6 +58,8 @@ pub enum PaholeCommand {
         inputs: Vec<PathBuf>,
         /// Whether `-j`/`--jobs` was given (a batch otherwise uses every core).
         jobs_given: bool,
+        /// `--dedup=MODE` (dwarf2btf's own option): how the dedup is reached.
+        dedup: crate::pipeline::DedupMode,
     },
 }
 
@@ -141,6 +144,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
     let mut lang_exclude = Vec::new();
     let mut jobs = 1usize;
     let mut jobs_given = false;
+    let mut dedup = crate::pipeline::DedupMode::Auto;
     let mut encode = false;
     let mut legacy = Features::pahole_defaults();
     let mut it = args.iter();
@@ -187,6 +191,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
                 jobs = parse_jobs(inline.as_deref())?;
                 jobs_given = true;
             }
+            "--dedup" => dedup = crate::pipeline::DedupMode::parse(&value(key)?).map_err(Error::Msg)?,
             // pahole's switches from before --btf_features (1.18 … 1.25), each the
             // feature pahole maps it to.
             "--btf_encode_force" => legacy.encode_force = true,
@@ -243,6 +248,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
         },
         inputs,
         jobs_given,
+        dedup,
     })
 }
 
@@ -271,13 +277,23 @@ fn run_pahole(args: &[OsString]) -> Result<(), Error> {
             println!("{USAGE}");
             Ok(())
         }
-        PaholeCommand::Encode { opts, inputs, .. } if inputs.len() == 1 => {
-            crate::pipeline::run(&opts)
+        PaholeCommand::Encode {
+            opts,
+            inputs,
+            dedup,
+            ..
+        } if inputs.len() == 1 => {
+            let tuning = crate::pipeline::Tuning {
+                dedup,
+                ..Default::default()
+            };
+            crate::pipeline::run_tuned(&opts, &tuning)
         }
         PaholeCommand::Encode {
             opts,
             inputs,
             jobs_given,
+            ..
         } => {
             let workers = if jobs_given {
                 opts.jobs

@@ -125,31 +125,47 @@ impl ReleaseFront {
     }
 }
 
-/// A [`ReleaseFront`] over one section of the input, taking offsets into the section.
+/// Releases one section of the input part by part, each unit's part once the unit is
+/// done, with offsets into the section. Unlike [`ReleaseFront`] it does not assume the
+/// parts only move forward: units that share one part (a kernel whose units' headers
+/// point at the same abbreviations or location lists) take it back in when they read
+/// it again, and it is released again after them.
 #[derive(Debug, Clone)]
-pub struct SectionFront {
-    front: ReleaseFront,
-    /// Offset of the section in the mapping.
+pub struct SectionParts {
+    /// Offset of the section in the mapping, and its length.
     start: usize,
+    len: usize,
+    /// Where the last part began (an offset into the section).
+    mark: usize,
 }
 
-impl SectionFront {
+impl SectionParts {
     /// Tracks `section`, a slice of `map`; None for an empty section or one that is
     /// an owned copy (inflated or relocated) rather than part of the mapping.
-    pub fn new(map: &Mmap, section: &[u8]) -> Option<SectionFront> {
+    pub fn new(map: &Mmap, section: &[u8]) -> Option<SectionParts> {
         let start = (section.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
         let inside = start <= map.len() && section.len() <= map.len() - start;
-        (inside && !section.is_empty()).then(|| SectionFront {
-            front: ReleaseFront::new(start..start + section.len()),
+        (inside && !section.is_empty()).then_some(SectionParts {
             start,
+            len: section.len(),
+            mark: 0,
         })
     }
 
-    /// Everything of the section before `offset` has been consumed (see
-    /// [`ReleaseFront::release_through`]).
-    pub fn release_through(&mut self, map: &Mmap, offset: usize) -> io::Result<usize> {
-        self.front
-            .release_through(map, self.start.saturating_add(offset))
+    /// The next part begins at `offset`: everything from the last mark up to it is
+    /// consumed. Releases its whole pages and returns how many bytes.
+    pub fn next_part(&mut self, map: &Mmap, offset: usize) -> io::Result<usize> {
+        let offset = offset.min(self.len);
+        let from = std::mem::replace(&mut self.mark, offset);
+        if from >= offset {
+            return Ok(0);
+        }
+        // The page the last part began in holds the end of the part before it, also
+        // consumed: take it too, or one page per part would stay.
+        let base = map.as_ptr() as usize;
+        let page = page_size();
+        let lo = ((base + self.start + from) / page * page).saturating_sub(base);
+        release_range(map, lo.max(self.start)..self.start + offset)
     }
 }
 

@@ -5,10 +5,11 @@
 //! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
 //! [`CuTypes`] that borrows it (`ParsedUnit`, a `self_cell`); whichever worker holds
 //! the token encodes the next unit ([`crate::encode::encode_cu`]) and its functions and
-//! variables ([`FuncEncoder::add_cu`]), passes its types on to the (optional,
-//! non-default) incremental dedup, empties the arena (one step) back into a small pool
-//! and releases the unit's input pages. At most `window` units are parsed but not yet
-//! encoded; the default dedup is one-shot, over every unit's types at the end. DESIGN.md ("The engine") tells the whole story.
+//! variables ([`FuncEncoder::add_cu`]), hands its types to the incremental dedup
+//! (whole BTF; see [`DedupMode`]) and renumbers the unit's saved records to the
+//! types kept, empties the arena (one step) back into a small pool and releases the
+//! unit's input pages. At most `window` units are parsed but not yet encoded.
+//! DESIGN.md ("The engine") tells the whole story.
 //!
 //! The output bytes do not depend on `-j` or the window: encoding and deduplication
 //! run in unit order on one token holder at a time, and parsing a unit depends on
@@ -19,7 +20,7 @@ use crate::dedup::{Compat, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
-use crate::mmap::SectionFront;
+use crate::mmap::SectionParts;
 use crate::Error;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -41,31 +42,54 @@ pub struct Options {
     pub jobs: usize,
 }
 
-/// How the final dedup is reached. They differ in time and memory, and can differ in
-/// output (see [`crate::dedup`]'s module doc): one-shot is pahole's (libbpf's) result.
+/// How the final dedup is reached. Both give the bytes of libbpf's one-shot
+/// `btf__dedup` of the whole encoded stream (pahole's) on every input we have checked;
+/// they differ in time and memory, and the incremental one can differ in output in
+/// corner cases (see [`crate::dedup`]'s module doc).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DedupMode {
-    /// [`DedupMode::OneShot`] for every input: the only mode whose output is pahole's
-    /// now that functions and variables are encoded (see [`DedupMode::Incremental`]).
+    /// [`DedupMode::Incremental`] for whole BTF (a vmlinux: memory would otherwise
+    /// grow with its input), [`DedupMode::OneShot`] for split BTF (a module's stream
+    /// is small, and one-shot is pahole's result by construction).
     #[default]
     Auto,
     /// Each unit's types are deduplicated against the types kept so far as soon as
-    /// the unit is encoded, and a final one-shot pass runs over the kept set: memory
-    /// follows the output, not the input. Not correct with functions and variables
-    /// yet: the function encoder saves type ids of the whole growing BTF and adds the
-    /// FUNC_PROTO/FUNC/DECL_TAG/DATASEC types at the end, while this mode restarts
-    /// the encoder's ids every unit ([`EncoderState::take_types`]) and deduplicates
-    /// the strings, so its output would not be pahole's: a run that encodes any
-    /// FUNC, VAR or DATASEC fails with an error instead. Kept for a later fix (remap
-    /// the saved records through each unit's kept ids); never chosen by
-    /// [`DedupMode::Auto`].
+    /// the unit is encoded, and the records that outlive the unit (saved function
+    /// prototypes, variables) are renumbered to the kept types
+    /// ([`FuncEncoder::remap_unit`]); the functions and DATASECs are added after the
+    /// last unit, and one final one-shot pass runs over the kept types and them.
+    /// Memory follows the output, not the input.
     Incremental,
     /// Every unit's types are kept until the end and deduplicated in one pass, as
     /// pahole does.
     OneShot,
 }
 
-/// Engine settings that never change the output, only time and memory.
+impl DedupMode {
+    /// The mode for `--dedup=NAME`.
+    pub fn parse(name: &str) -> Result<DedupMode, String> {
+        match name {
+            "auto" => Ok(DedupMode::Auto),
+            "incremental" => Ok(DedupMode::Incremental),
+            "one-shot" | "oneshot" => Ok(DedupMode::OneShot),
+            _ => Err(format!(
+                "--dedup: unknown mode '{name}' (auto, incremental or one-shot)"
+            )),
+        }
+    }
+
+    /// The mode used for an input with (`split`) or without a base.
+    fn resolve(self, split: bool) -> DedupMode {
+        match self {
+            DedupMode::Auto if split => DedupMode::OneShot,
+            DedupMode::Auto => DedupMode::Incremental,
+            m => m,
+        }
+    }
+}
+
+/// Engine settings: time and memory. Workers and window never change the output;
+/// the dedup mode can only in corner cases (see [`DedupMode`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Tuning {
     /// Worker threads, overriding what `-j` gives ([`workers_for`]); tests use it to
@@ -81,14 +105,13 @@ pub struct Tuning {
 
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
+    run_tuned(opts, &Tuning::default())
+}
+
+/// [`run`] with engine settings.
+pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<(), Error> {
     let base = load_base(opts)?;
-    let mut tuning = Tuning::default();
-    match std::env::var("DWARF2BTF_DEDUP").as_deref() {
-        Ok("incremental") => tuning.dedup = DedupMode::Incremental,
-        Ok("oneshot") => tuning.dedup = DedupMode::OneShot,
-        _ => {}
-    }
-    let bytes = encode_bytes_over(opts, &tuning, base.clone())?;
+    let bytes = encode_bytes_over(opts, tuning, base.clone())?;
     crate::emit::write_output(opts, bytes, base.as_ref())
 }
 
@@ -103,7 +126,7 @@ pub fn encode_bytes_over(
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
 ) -> Result<Vec<u8>, Error> {
-    let mut sink = match tuning.dedup {
+    let mut sink = match tuning.dedup.resolve(base.is_some()) {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
             Incremental::new_encoded(base.clone(), Compat::Upstream)
@@ -261,13 +284,14 @@ fn encode_units(
 }
 
 /// Gives back the input pages of the units already encoded, section by section, so
-/// that the mapped input does not stay resident (see [`crate::mmap`]). Each section's
-/// units' parts lie in unit order, so all before the next unit's part is consumed;
-/// should a page be needed again after all (an odd producer), it faults back in.
+/// that the mapped input does not stay resident (see [`crate::mmap`]): in each
+/// section the units' parts lie in unit order, so what lies between two units' starts
+/// is the first one's. Should a page be needed again after all (an odd producer), it
+/// faults back in.
 struct InputRelease {
-    info: Option<SectionFront>,
-    abbrev: Option<SectionFront>,
-    loclists: Option<SectionFront>,
+    info: Option<SectionParts>,
+    abbrev: Option<SectionParts>,
+    loclists: Option<SectionParts>,
     info_len: usize,
 }
 
@@ -276,9 +300,9 @@ impl InputRelease {
     fn new(input: &ElfInput) -> InputRelease {
         let map = input.map();
         InputRelease {
-            info: SectionFront::new(map, input.section(".debug_info")),
-            abbrev: SectionFront::new(map, input.section(".debug_abbrev")),
-            loclists: SectionFront::new(map, input.section(".debug_loclists")),
+            info: SectionParts::new(map, input.section(".debug_info")),
+            abbrev: SectionParts::new(map, input.section(".debug_abbrev")),
+            loclists: SectionParts::new(map, input.section(".debug_loclists")),
             info_len: input.section(".debug_info").len(),
         }
     }
@@ -293,13 +317,13 @@ impl InputRelease {
             let end = next
                 .and_then(|h| h.offset().as_debug_info_offset())
                 .map_or(self.info_len, |o| o.0);
-            let _ = f.release_through(map, end);
+            let _ = f.next_part(map, end);
         }
         if let (Some(f), Some(h)) = (&mut self.abbrev, next) {
-            let _ = f.release_through(map, h.debug_abbrev_offset().0);
+            let _ = f.next_part(map, h.debug_abbrev_offset().0);
         }
         if let Some(f) = self.loclists.as_mut().filter(|_| loclists_start != u64::MAX) {
-            let _ = f.release_through(map, usize::try_from(loclists_start).unwrap_or(0));
+            let _ = f.next_part(map, usize::try_from(loclists_start).unwrap_or(0));
         }
     }
 }
