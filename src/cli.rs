@@ -191,7 +191,9 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
                 jobs = parse_jobs(inline.as_deref())?;
                 jobs_given = true;
             }
-            "--dedup" => dedup = crate::pipeline::DedupMode::parse(&value(key)?).map_err(Error::Msg)?,
+            "--dedup" => {
+                dedup = crate::pipeline::DedupMode::parse(&value(key)?).map_err(Error::Msg)?
+            }
             // pahole's switches from before --btf_features (1.18 … 1.25), each the
             // feature pahole maps it to.
             "--btf_encode_force" => legacy.encode_force = true,

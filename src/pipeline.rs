@@ -15,13 +15,14 @@
 //! run in unit order on one token holder at a time, and parsing a unit depends on
 //! nothing but the unit.
 
-use crate::btf::{self, Btf, TypeId};
+use crate::btf::{self, Btf, Type, TypeId};
 use crate::dedup::{Compat, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
 use crate::mmap::SectionParts;
 use crate::Error;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -129,7 +130,7 @@ pub fn encode_bytes_over(
     let mut sink = match tuning.dedup.resolve(base.is_some()) {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
-            Incremental::new_encoded(base.clone(), Compat::Upstream)
+            Incremental::new(base.clone(), Compat::Upstream)
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
@@ -215,7 +216,8 @@ fn parse_unit<'i>(
 
 /// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
 /// state. With an incremental dedup (`sink`), each unit's types leave the encoder
-/// for it right after the unit is encoded; without, they stay in the encoder's BTF.
+/// for it right after the unit is encoded (see [`DedupStage`]); without, they stay in
+/// the encoder's BTF.
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
@@ -229,11 +231,15 @@ fn encode_units(
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning.window.unwrap_or(workers.max(2));
     let mut release = InputRelease::new(&input);
+    let stage = sink.take().map(DedupStage::new);
     // Emptied arenas, for the next units: a unit's data is freed in one step when it
     // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
     // most window + workers arenas ever exist.
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
     let produce = |idx: usize| {
+        if let Some(stage) = &stage {
+            stage.run(&dw, false)?;
+        }
         let arena = lock(&pool).pop().unwrap_or_default();
         parse_unit(&dw, idx, &opts.lang_exclude, arena)
     };
@@ -248,16 +254,9 @@ fn encode_units(
         let mut arena = unit.into_owner().arena;
         arena.reset();
         lock(&pool).push(arena);
-        if let Some(inc) = sink {
-            let first = state.btf().first_id().0;
-            let types = state.take_types();
-            let kept = inc
-                .add_types(&types, state.btf())
-                .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?;
-            funcs.remap_unit(|id| match id.0.checked_sub(first) {
-                Some(i) => TypeId(kept[i as usize]),
-                None => id,
-            });
+        if let Some(stage) = &stage {
+            stage.push(idx, state.take_types(), state.btf().str_end());
+            stage.remap_done(&mut funcs, state.btf().first_id());
         }
         release.after_unit(&input, &dw, idx, loclists_start);
         Ok(())
@@ -268,9 +267,12 @@ fn encode_units(
             panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
         },
     )?;
-    if let Some(inc) = sink.take() {
+    if let Some(stage) = stage {
+        stage.run(&dw, true)?;
+        stage.remap_done(&mut funcs, state.btf().first_id());
         // The functions and DATASECs refer to kept types: they are added after them,
         // and the final one-shot dedup runs over the kept types and these.
+        let inc = stage.into_dedup();
         let kept = inc
             .kept_btf(state.btf())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
@@ -281,6 +283,79 @@ fn encode_units(
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok(state)
+}
+
+/// The incremental dedup as a second ordered stage behind the encoder. The token
+/// holder queues each encoded unit's types here; the dedup runs them strictly in
+/// unit order, but on whichever worker next starts a parse and finds the stage free
+/// (and after the last unit), so at -j2 and up deduplicating unit `i` overlaps
+/// encoding unit `i + 1`. With one worker it runs right before each parse: the same
+/// calls in the same order. The kept ids it returns for each unit go back to the
+/// function encoder, whose saved records of that unit are renumbered on the token
+/// holder's next turn.
+struct DedupStage {
+    /// Encoded units not deduplicated yet, in unit order: (unit, types, end of the
+    /// encoder's string section after the unit).
+    queue: Mutex<VecDeque<(usize, Vec<Type>, u32)>>,
+    /// The dedup; whoever holds it runs the stage.
+    dedup: Mutex<Incremental>,
+    /// The kept ids of each unit deduplicated and not yet handed back, in unit order.
+    kept: Mutex<VecDeque<Vec<u32>>>,
+}
+
+impl DedupStage {
+    fn new(dedup: Incremental) -> DedupStage {
+        DedupStage {
+            queue: Mutex::new(VecDeque::new()),
+            dedup: Mutex::new(dedup),
+            kept: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// Queues unit `idx`'s encoded types (called in unit order).
+    fn push(&self, idx: usize, types: Vec<Type>, str_end: u32) {
+        lock(&self.queue).push_back((idx, types, str_end));
+    }
+
+    /// Deduplicates every queued unit, in order; unless `wait`, only if no other
+    /// worker is doing it already.
+    fn run(&self, dw: &DwarfInput<'_>, wait: bool) -> Result<(), Error> {
+        let mut dedup = match self.dedup.try_lock() {
+            Ok(d) => d,
+            Err(std::sync::TryLockError::WouldBlock) if !wait => return Ok(()),
+            Err(std::sync::TryLockError::WouldBlock) => lock(&self.dedup),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        loop {
+            let Some((idx, types, str_end)) = lock(&self.queue).pop_front() else {
+                return Ok(());
+            };
+            let kept = dedup
+                .add_encoded(&types, str_end)
+                .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
+                .to_vec();
+            drop(types);
+            lock(&self.kept).push_back(kept);
+        }
+    }
+
+    /// Renumbers the function encoder's records of the units deduplicated since the
+    /// last call; the units' own ids started at `first`.
+    fn remap_done(&self, funcs: &mut FuncEncoder, first: TypeId) {
+        let done = std::mem::take(&mut *lock(&self.kept));
+        for kept in done {
+            funcs.remap_unit(|id| match id.0.checked_sub(first.0) {
+                Some(i) => TypeId(kept.get(i as usize).copied().unwrap_or(u32::MAX)),
+                None => id,
+            });
+        }
+    }
+
+    fn into_dedup(self) -> Incremental {
+        self.dedup
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// Gives back the input pages of the units already encoded, section by section, so
@@ -310,7 +385,13 @@ impl InputRelease {
     /// Unit `idx` is encoded, and its `.debug_loclists` part starts at
     /// `loclists_start` (see `CuTypes::loclists_start`). Releasing only saves memory: a failure is no reason to fail
     /// the run.
-    fn after_unit(&mut self, input: &ElfInput, dw: &DwarfInput<'_>, idx: usize, loclists_start: u64) {
+    fn after_unit(
+        &mut self,
+        input: &ElfInput,
+        dw: &DwarfInput<'_>,
+        idx: usize,
+        loclists_start: u64,
+    ) {
         let map = input.map();
         let next = dw.units.get(idx + 1);
         if let Some(f) = &mut self.info {
@@ -322,7 +403,11 @@ impl InputRelease {
         if let (Some(f), Some(h)) = (&mut self.abbrev, next) {
             let _ = f.next_part(map, h.debug_abbrev_offset().0);
         }
-        if let Some(f) = self.loclists.as_mut().filter(|_| loclists_start != u64::MAX) {
+        if let Some(f) = self
+            .loclists
+            .as_mut()
+            .filter(|_| loclists_start != u64::MAX)
+        {
             let _ = f.next_part(map, usize::try_from(loclists_start).unwrap_or(0));
         }
     }

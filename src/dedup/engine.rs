@@ -130,14 +130,28 @@ pub struct Engine {
     cand_buf: Vec<u32>,
     /// The caller's string offset → ours, kept across `load_types` batches.
     str_memo: FxHashMap<u32, u32>,
-    /// Batches come from one encoder whose string section only grows and holds each
-    /// string once: its offsets are kept as they are (`strs` stays unused) and the
-    /// caller writes that section (see `Incremental::new_encoded`).
-    verbatim_strs: bool,
     /// Kept id of each type of the last incremental batch (see `Engine::process`).
     last_kept: Vec<u32>,
     eq_stack: Vec<(u32, u32)>,
     ref_stack: Vec<(u32, usize)>,
+}
+
+/// Where a batch's string offsets point.
+#[derive(Clone, Copy)]
+enum Src<'a> {
+    /// Into this BTF's strings: each string is moved into our set.
+    Btf(&'a Btf),
+    /// Into an encoder's section, ending at `str_end`: offsets are kept.
+    Encoded { first_id: u32, str_end: u32 },
+}
+
+impl Src<'_> {
+    fn first_id(&self) -> u32 {
+        match self {
+            Src::Btf(b) => b.first_id().0,
+            Src::Encoded { first_id, .. } => *first_id,
+        }
+    }
 }
 
 fn invalid(id: u32, what: impl Into<String>) -> DedupError {
@@ -183,7 +197,6 @@ impl Engine {
             str_start: 0,
             cand_buf: Vec::new(),
             str_memo: FxHashMap::default(),
-            verbatim_strs: false,
             last_kept: Vec::new(),
             eq_stack: Vec::new(),
             ref_stack: Vec::new(),
@@ -369,7 +382,7 @@ impl Engine {
         }
         let s = self.n_ids();
         self.strs.reserve(batch.strings().len());
-        self.load(batch.types(), batch, s, false)?;
+        self.load(batch.types(), Src::Btf(batch), s, false)?;
         Ok(s)
     }
 
@@ -385,7 +398,25 @@ impl Engine {
             return Err(DedupError::BaseMismatch);
         }
         let s = self.n_ids();
-        self.load(types, strings, s, true)?;
+        self.load(types, Src::Btf(strings), s, true)?;
+        Ok(s)
+    }
+
+    /// [`Engine::load_types`] for an encoder's batch whose string offsets are kept as
+    /// they are: `types` are numbered from `first_id`, and their names are offsets
+    /// (each string once) into the encoder's section, which ends at `str_end` so
+    /// far. The caller writes that section with the result.
+    pub fn load_encoded(
+        &mut self,
+        types: &[Type],
+        first_id: u32,
+        str_end: u32,
+    ) -> Result<u32, DedupError> {
+        if first_id != self.base_types + 1 {
+            return Err(DedupError::BaseMismatch);
+        }
+        let s = self.n_ids();
+        self.load(types, Src::Encoded { first_id, str_end }, s, false)?;
         Ok(s)
     }
 
@@ -415,7 +446,7 @@ impl Engine {
     fn load(
         &mut self,
         types: &[Type],
-        batch: &Btf,
+        batch: Src<'_>,
         s: u32,
         keep_memo: bool,
     ) -> Result<(), DedupError> {
@@ -451,7 +482,7 @@ impl Engine {
             if let Some(x) = bad {
                 self.w = w;
                 return Err(invalid(
-                    batch.first_id().0 + i as u32,
+                    batch.first_id() + i as u32,
                     format!("refers to type {x}, past the last type"),
                 ));
             }
@@ -461,6 +492,16 @@ impl Engine {
                 if off == 0 || off < self.str_start || bad_str.is_some() {
                     return;
                 }
+                let batch = match batch {
+                    Src::Encoded { str_end, .. } => {
+                        // The encoder's offsets, kept: one per string.
+                        if off >= str_end {
+                            bad_str = Some(off);
+                        }
+                        return;
+                    }
+                    Src::Btf(b) => b,
+                };
                 // Most offsets recur (member names): remember each one's new offset.
                 if let Some(&o) = memo.get(&off) {
                     r[p] = o;
@@ -468,13 +509,9 @@ impl Engine {
                 }
                 match batch.str_bytes(StrOffset(off)) {
                     Some(bytes) => {
-                        let o = if self.verbatim_strs {
-                            off
-                        } else {
-                            match self.base_strs.as_ref().and_then(|b| b.find(bytes)) {
-                                Some(o) => o,
-                                None => self.str_start + self.strs.add(bytes),
-                            }
+                        let o = match self.base_strs.as_ref().and_then(|b| b.find(bytes)) {
+                            Some(o) => o,
+                            None => self.str_start + self.strs.add(bytes),
                         };
                         memo.insert(off, o);
                         r[p] = o;
@@ -485,7 +522,7 @@ impl Engine {
             if let Some(off) = bad_str {
                 self.w = w;
                 return Err(DedupError::BadString {
-                    id: batch.first_id().0 + i as u32,
+                    id: batch.first_id() + i as u32,
                     offset: off,
                 });
             }
@@ -1044,11 +1081,6 @@ impl Engine {
     }
 
     /// Number of types kept so far past the real base.
-    /// Keeps batch string offsets as they are (see `verbatim_strs`).
-    pub fn set_verbatim_strings(&mut self) {
-        self.verbatim_strs = true;
-    }
-
     /// Kept id of each type of the last batch (incremental mode), in batch order.
     pub fn last_kept(&self) -> &[u32] {
         &self.last_kept

@@ -252,37 +252,40 @@ impl Incremental {
         self.engine.add_batch(batch)
     }
 
-    /// An incremental dedup for the batches of one encoder ([`Incremental::add_types`]
-    /// only): its string offsets are kept as they are, since the encoder's section
-    /// only grows and holds each string once, and [`Incremental::kept_btf`] gives
-    /// the kept types over that section. Nothing is copied per string, and the
-    /// result keeps the encoder's string section as a one-shot dedup of the whole
-    /// stream does.
-    pub fn new_encoded(base: Option<Arc<Btf>>, compat: Compat) -> Result<Incremental, DedupError> {
-        let mut inc = Incremental::new(base, compat)?;
-        inc.engine.set_verbatim_strings();
-        Ok(inc)
-    }
-
     /// [`Incremental::add`] for one batch of `types` kept apart from their strings:
     /// they are numbered from `strings.first_id()` and name offsets into `strings`
-    /// (see `Engine::load_types`). The encoder hands each unit over this way, keeping
-    /// its string section from one unit to the next. Returns the kept id of each
-    /// type of the batch, in batch order: where whatever still refers to the batch's
-    /// ids (saved function records, variables) must point now.
+    /// (see `Engine::load_types`).
     pub fn add_types(
         &mut self,
         types: &[crate::btf::Type],
         strings: &Btf,
-    ) -> Result<&[u32], DedupError> {
+    ) -> Result<(), DedupError> {
         let s = self.engine.load_types(types, strings)?;
+        self.engine.process(s)
+    }
+
+    /// [`Incremental::add`] for one unit of an encoder that keeps one string section
+    /// for every unit, holding each string once: `types` are numbered from the
+    /// base's end on and name offsets into that section, which ends at `str_end`
+    /// so far. The offsets are kept as they are (nothing is copied per string), so
+    /// [`Incremental::kept_btf`] gives the kept types over the encoder's section, as
+    /// a one-shot dedup of the whole stream keeps it. Returns the kept id of each
+    /// type of the batch, in batch order: where whatever still refers to the batch's
+    /// ids (saved function records, variables) must point now.
+    pub fn add_encoded(
+        &mut self,
+        types: &[crate::btf::Type],
+        str_end: u32,
+    ) -> Result<&[u32], DedupError> {
+        let first = self.base.as_ref().map_or(0, |b| b.type_count()) + 1;
+        let s = self.engine.load_encoded(types, first, str_end)?;
         self.engine.process(s)?;
         Ok(self.engine.last_kept())
     }
 
-    /// The kept types (ids from the base's end on, as [`Incremental::add_types`]
-    /// returned them) over `strings`' string section: for [`Incremental::new_encoded`],
-    /// the encoder's section, which names every kept type.
+    /// The kept types (ids from the base's end on, as [`Incremental::add_encoded`]
+    /// returned them) over `strings`' string section: the encoder's section, which
+    /// names every kept type.
     pub fn kept_btf(&self, strings: &Btf) -> Result<Btf, DedupError> {
         let bytes = self
             .engine

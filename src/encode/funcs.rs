@@ -51,6 +51,14 @@ struct SavedFunc {
     flags: u8,
 }
 
+/// Where one unit's records are (see [`FuncEncoder::remap_unit`]).
+struct UnitRecords {
+    saved: std::ops::Range<usize>,
+    parms: std::ops::Range<usize>,
+    /// (section, entry) of each of the unit's variables.
+    vars: Vec<(u32, u32)>,
+}
+
 /// Saves functions unit by unit and emits them (and the variables' DATASECs) at
 /// the end. Everything here is owned: nothing points into a unit's arena.
 pub struct FuncEncoder {
@@ -67,10 +75,9 @@ pub struct FuncEncoder {
     parms: Vec<Param>,
     annots: Vec<(StrOffset, i32)>,
     vars: VarSections,
-    /// Where the last unit's saved records and parameters start (see
-    /// [`FuncEncoder::remap_unit`]).
-    unit_saved: usize,
-    unit_parms: usize,
+    /// The units whose records still hold the unit's own type ids, oldest first
+    /// (see [`FuncEncoder::remap_unit`]).
+    unmapped: std::collections::VecDeque<UnitRecords>,
     /// Per-unit scratch: (unit offset, function index, parameter index) of every
     /// parameter of the unit, sorted by offset.
     param_index: Vec<(u32, u32, u32)>,
@@ -123,31 +130,39 @@ impl FuncEncoder {
             vars,
             param_index: Vec::new(),
             share: Vec::new(),
-            unit_saved: 0,
-            unit_parms: 0,
+            unmapped: Default::default(),
         })
     }
 
     /// Saves the candidate functions of unit `cu` and encodes its variables. Call
     /// right after [`super::encode_cu`] of the same unit.
     pub fn add_cu(&mut self, cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeError> {
-        self.unit_saved = self.saved.len();
-        self.unit_parms = self.parms.len();
+        let (saved, parms) = (self.saved.len(), self.parms.len());
         self.save_funcs(cu, st);
-        self.vars.encode_cu(cu, st, &self.syms)
+        let vars = self.vars.encode_cu(cu, st, &self.syms)?;
+        self.unmapped.push_back(UnitRecords {
+            saved: saved..self.saved.len(),
+            parms: parms..self.parms.len(),
+            vars,
+        });
+        Ok(())
     }
 
-    /// Renumbers the type ids the last unit's records hold (return and parameter
-    /// types, variables' ids) through `map`: an incremental dedup has just replaced
-    /// the unit's types by the types it keeps.
+    /// Renumbers the type ids held by the records of the oldest unit not renumbered
+    /// yet (return and parameter types, variables' ids) through `map`: an incremental
+    /// dedup has replaced that unit's types by the types it keeps. Units are
+    /// renumbered in the order they were added, possibly some units later.
     pub fn remap_unit(&mut self, map: impl Fn(TypeId) -> TypeId) {
-        for s in &mut self.saved[self.unit_saved..] {
+        let Some(u) = self.unmapped.pop_front() else {
+            return;
+        };
+        for s in &mut self.saved[u.saved] {
             s.ret = map(s.ret);
         }
-        for p in &mut self.parms[self.unit_parms..] {
+        for p in &mut self.parms[u.parms] {
             p.type_id = map(p.type_id);
         }
-        self.vars.remap_unit(map);
+        self.vars.remap(&u.vars, map);
     }
 
     /// Emits the saved functions in name order, then one DATASEC per section with

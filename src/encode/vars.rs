@@ -28,8 +28,6 @@ pub struct VarSections {
     entries: Vec<Vec<VarSecInfo>>,
     /// Section names.
     names: Vec<Box<str>>,
-    /// (section, entry) of the last unit's variables (see `remap_unit`).
-    unit_entries: Vec<(u32, u32)>,
     encode_force: bool,
     decl_tag: bool,
 }
@@ -46,22 +44,22 @@ impl VarSections {
             include,
             entries: vec![Vec::new(); syms.sections.len()],
             names: syms.sections.iter().map(|s| s.name.clone()).collect(),
-            unit_entries: Vec::new(),
             encode_force: features.encode_force,
             decl_tag: features.decl_tag,
         }
     }
 
-    /// Encodes the variables of unit `cu` (its types are already encoded).
+    /// Encodes the variables of unit `cu` (its types are already encoded); returns
+    /// where their entries are, as (section, entry) pairs.
     pub fn encode_cu(
         &mut self,
         cu: &CuTypes<'_>,
         st: &mut EncoderState,
         syms: &ElfSymbols,
-    ) -> Result<(), EncodeError> {
-        self.unit_entries.clear();
+    ) -> Result<Vec<(u32, u32)>, EncodeError> {
+        let mut added = Vec::new();
         if !self.include.iter().any(|&b| b) {
-            return Ok(());
+            return Ok(added);
         }
         for v in cu.vars {
             // Incomplete declarations; definitions of `extern`-declared
@@ -138,21 +136,20 @@ impl VarSections {
                     push_decl_tag(st, value, id, a.component_idx);
                 }
             }
-            self.unit_entries
-                .push((shndx as u32, self.entries[shndx].len() as u32));
+            added.push((shndx as u32, self.entries[shndx].len() as u32));
             self.entries[shndx].push(VarSecInfo {
                 type_id: id,
                 offset: offset as u32,
                 size: size as u32,
             });
         }
-        Ok(())
+        Ok(added)
     }
 
-    /// Renumbers the VAR ids of the last unit's variables through `map` (see
-    /// `FuncEncoder::remap_unit`).
-    pub fn remap_unit(&mut self, map: impl Fn(TypeId) -> TypeId) {
-        for &(sec, i) in &self.unit_entries {
+    /// Renumbers the VAR ids of the variables at `which` ((section, entry) pairs, as
+    /// `encode_cu` returned them) through `map` (see `FuncEncoder::remap_unit`).
+    pub fn remap(&mut self, which: &[(u32, u32)], map: impl Fn(TypeId) -> TypeId) {
+        for &(sec, i) in which {
             let e = &mut self.entries[sec as usize][i as usize];
             e.type_id = map(e.type_id);
         }
