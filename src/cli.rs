@@ -590,13 +590,22 @@ mod tests {
                 opts,
                 inputs,
                 jobs_given,
+                dedup,
             } => {
                 assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
                 assert_eq!(opts.input, PathBuf::from("a.ko"));
                 assert!(!jobs_given);
+                assert_eq!(dedup, crate::pipeline::DedupMode::Auto);
             }
             other => panic!("{other:?}"),
         }
+        match cmdline(&["-J", "--dedup=one-shot", "a.ko"]).unwrap() {
+            PaholeCommand::Encode { dedup, .. } => {
+                assert_eq!(dedup, crate::pipeline::DedupMode::OneShot)
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(cmdline(&["-J", "--dedup=sometimes", "a.ko"]).is_err());
         assert!(parse(&["-J", "a.ko", "b.ko"]).is_err());
         assert!(cmdline(&["--btf_encode_detached=o", "a", "b"]).is_err());
         // A detached output implies -J, as in pahole.
