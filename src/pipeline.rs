@@ -16,7 +16,7 @@
 //! nothing but the unit.
 
 use crate::btf::{self, Btf, Type, TypeId};
-use crate::dedup::{Compat, Incremental};
+use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
@@ -134,8 +134,15 @@ pub fn encode_bytes_over(
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
-    let state = encode_units(opts, tuning, base, &mut sink)?;
-    dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e))
+    let (state, fin) = encode_units(opts, tuning, base, &mut sink)?;
+    match fin {
+        // The kept types and the function types: the final pass of the incremental
+        // dedup, which starts from what the units settled.
+        Some(fin) => fin
+            .dedup_bytes_owned_encoded(state.finish())
+            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}"))),
+        None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
+    }
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
@@ -158,7 +165,7 @@ pub fn encode_file_over(opts: &Options, base: Option<Arc<Btf>>) -> Result<Btf, E
         dedup: DedupMode::OneShot,
         ..Tuning::default()
     };
-    Ok(encode_units(opts, &tuning, base, &mut None)?.finish())
+    Ok(encode_units(opts, &tuning, base, &mut None)?.0.finish())
 }
 
 /// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
@@ -216,14 +223,15 @@ fn parse_unit<'i>(
 
 /// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
 /// state. With an incremental dedup (`sink`), each unit's types leave the encoder
-/// for it right after the unit is encoded (see [`DedupStage`]); without, they stay in
-/// the encoder's BTF.
+/// for it right after the unit is encoded (see [`DedupStage`]), and the state holds
+/// the kept types at the end, to be deduplicated with the returned final pass;
+/// without, every unit's types stay in the encoder's BTF.
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
     sink: &mut Option<Incremental>,
-) -> Result<EncoderState, Error> {
+) -> Result<(EncoderState, Option<FinalPass>), Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
@@ -267,6 +275,7 @@ fn encode_units(
             panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
         },
     )?;
+    let mut fin = None;
     if let Some(stage) = stage {
         stage.run(&dw, true)?;
         stage.remap_done(&mut funcs, state.btf().first_id());
@@ -276,13 +285,14 @@ fn encode_units(
         let kept = inc
             .kept_btf(state.btf())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
+        fin = Some(inc.final_pass());
         drop(inc);
         state.replace_types(kept.into_types());
     }
     funcs
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
-    Ok(state)
+    Ok((state, fin))
 }
 
 /// The incremental dedup as a second ordered stage behind the encoder. The token

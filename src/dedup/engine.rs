@@ -120,6 +120,14 @@ pub struct Engine {
     batch_keys: Option<Vec<u64>>,
     /// Fixed ids whose `map` entry the batch changed.
     dirty_fixed: Vec<u32>,
+    /// Real base types whose `map` entry an incremental batch changed for good (a
+    /// base FWD or enum FWD resolved to a kept type), with the kept type, in the
+    /// order they were first resolved (see `Engine::commit`).
+    base_resolved: Vec<(u32, u32)>,
+    /// Own ids below this are the kept types of an incremental dedup going through
+    /// its final pass: their STRUCT/UNION/TYPEDEF checks skip base candidates (see
+    /// `Engine::set_settled`).
+    settled_end: u32,
     /// Name → the one fixed STRUCT/UNION of that name, or 0 if several.
     fixed_names: FxHashMap<u32, u32>,
     /// Own strings (offsets from `str_start`).
@@ -191,6 +199,8 @@ impl Engine {
             table: CandTable::default(),
             batch_keys: incremental.then(Vec::new),
             dirty_fixed: Vec::new(),
+            base_resolved: Vec::new(),
+            settled_end: 0,
             fixed_names: FxHashMap::default(),
             strs: StrSet::default(),
             base_strs: None,
@@ -607,9 +617,13 @@ impl Engine {
             hash_struct(r)
         };
         let cands = self.load_cands(h);
+        let settled = id < self.settled_end;
         let mut new = id;
         let mut result = Ok(());
         for &c in &cands {
+            if settled && c <= self.base_types {
+                continue;
+            }
             let (t, cr) = (self.rec(id), self.rec(c));
             let shallow = if typedef {
                 equal_typedef(t, cr)
@@ -1057,8 +1071,24 @@ impl Engine {
         self.offs.truncate(s as usize + 1);
         self.offs.extend(out_offs.iter().map(|o| o + base_len));
         self.clear_hypot();
+        let incremental = self.batch_keys.is_some();
         for x in std::mem::take(&mut self.dirty_fixed) {
-            self.map[x as usize] = x;
+            // libbpf never undoes a change to the map: a base FWD (or enum FWD) that a
+            // batch resolved stays resolved, to that type's kept copy, for every later
+            // batch, as for the rest of a one-shot dedup. Kept types, fixed only in
+            // the incremental mode, go back to themselves: the final pass redoes
+            // those resolutions among kept types.
+            let r = self.resolve(x);
+            let to = if r < s { r } else { new_ids[(r - s) as usize] };
+            if incremental && x <= self.base_types && to != x && to != UNPROCESSED {
+                self.map[x as usize] = to;
+                match self.base_resolved.iter_mut().find(|(b, _)| *b == x) {
+                    Some(e) => e.1 = to,
+                    None => self.base_resolved.push((x, to)),
+                }
+            } else {
+                self.map[x as usize] = x;
+            }
         }
         self.map.truncate(s as usize);
         self.map.extend(s..next);
@@ -1081,6 +1111,41 @@ impl Engine {
     }
 
     /// Number of types kept so far past the real base.
+    /// Real base types resolved for good to kept types by the batches so far, as
+    /// (base id, kept id): the state an incremental dedup's final pass starts from.
+    pub fn base_resolved(&self) -> &[(u32, u32)] {
+        &self.base_resolved
+    }
+
+    /// Prepares the final pass of an incremental dedup, after [`Engine::load_batch`]
+    /// of a BTF whose first `kept` own types are the incremental dedup's kept types:
+    /// the base types the batches resolved start resolved (`resolved`, from
+    /// [`Engine::base_resolved`]), and the kept STRUCT/UNION/TYPEDEFs are not
+    /// compared with base types again. Each was compared with every base candidate
+    /// in its batch, against the same immutable base and with these resolutions, as
+    /// libbpf's one-shot dedup compares it once; redoing it over the already
+    /// deduplicated kept set would merge types libbpf keeps (one kept only because
+    /// its check was the first to need a base FWD resolved is, once its references
+    /// are remapped, identical to its base twin). Only the checks between kept
+    /// types, where a batch treated earlier kept FWDs as fixed, are redone.
+    pub fn set_settled(&mut self, kept: u32, resolved: &[(u32, u32)]) -> Result<(), DedupError> {
+        let own = self.n_ids() - self.first;
+        if kept > own {
+            return Err(invalid(
+                self.first,
+                format!("final pass over {own} types, fewer than the {kept} kept"),
+            ));
+        }
+        for &(b, k) in resolved {
+            if b == 0 || b > self.base_types || k >= self.first + kept {
+                return Err(invalid(b, format!("resolution to {k} is out of range")));
+            }
+            self.map[b as usize] = k;
+        }
+        self.settled_end = self.first + kept;
+        Ok(())
+    }
+
     /// Kept id of each type of the last batch (incremental mode), in batch order.
     pub fn last_kept(&self) -> &[u32] {
         &self.last_kept

@@ -39,8 +39,11 @@
 //! stays proportional to the deduplicated output, not to the input. Each batch goes
 //! through the passes above as a split BTF over the canonical set would, except that
 //! FWDs are not resolved by name (step 4): whether a name is unique is only known
-//! once every batch is in. The set itself never changes after the fact, which is
-//! where incremental and one-shot dedup of the same stream can part:
+//! once every batch is in. A base FWD (or enum FWD) that a batch resolves to one of
+//! its types stays resolved, to that type's kept copy, for every later batch, as it
+//! stays for the rest of libbpf's one dedup (libbpf never undoes a map entry). The
+//! kept set itself never changes after the fact, which is where incremental and
+//! one-shot dedup of the same stream can part:
 //!
 //! * a FWD kept before its STRUCT/UNION arrives stays a FWD in the set, and a later
 //!   struct whose graph would need that FWD resolved is not merged with the kept
@@ -56,17 +59,26 @@
 //!   different element types can merge wherever that check is met — and one-shot and
 //!   incremental dedup meet it in different places.
 //!
-//! [`Incremental::finish`] therefore ends with one ordinary one-shot [`dedup_with`]
-//! over the kept set: it resolves FWDs by name with every struct present, makes the
-//! merges that had to wait for a FWD to be resolved, and drops the strings that only
-//! dropped types used. Kept types are first occurrences in stream order, which is
+//! The dedup therefore ends with a final pass ([`FinalPass`], run by
+//! [`Incremental::finish`]): a one-shot dedup of the kept set (and whatever the
+//! caller appends to it, such as function types) that resolves FWDs by name with
+//! every struct present, makes the merges between kept types that had to wait for a
+//! FWD to be resolved, and drops the strings that only dropped types used. It starts
+//! from the base FWDs the batches resolved, and it does not compare kept
+//! STRUCT/UNION/TYPEDEFs with base types again: every batch compared its types with
+//! the whole, immutable base as libbpf does, once, and redoing it over the kept set
+//! would undo what libbpf keeps. (libbpf keeps the first split struct whose check
+//! needs a base FWD resolved — `hypot_adjust_canon` — then points the base FWD at
+//! the split definition, so later checks pass; once its references are remapped that
+//! kept struct is identical to its base twin, and a plain one-shot pass over the kept
+//! set would merge it.) Kept types are first occurrences in stream order, which is
 //! the order one-shot dedup keeps. The result equals one-shot dedup of the whole
 //! stream when no FWD comes before its definition and no in-CU duplicate arrays
 //! differ in element type: the tests check this byte for byte on the vmlinux
 //! reference cut into 40 CU-like batches (libbpf 1.1 rules; current rules differ by
-//! 48 bytes there through the array check) and on a module cut into batches that
-//! carry FWDs of earlier batches' structs. With FWDs before their definitions the
-//! outputs differ, in either direction.
+//! 48 bytes there through the array check), on a module cut into batches that
+//! carry FWDs of earlier batches' structs, and on a base FWD resolved by a batch.
+//! With FWDs before their definitions the outputs differ, in either direction.
 
 mod engine;
 mod flat;
@@ -285,7 +297,9 @@ impl Incremental {
 
     /// The kept types (ids from the base's end on, as [`Incremental::add_encoded`]
     /// returned them) over `strings`' string section: the encoder's section, which
-    /// names every kept type.
+    /// names every kept type. Deduplicate it (with anything appended) with
+    /// [`Incremental::final_pass`], not a plain one-shot dedup, which would merge
+    /// kept types libbpf keeps.
     pub fn kept_btf(&self, strings: &Btf) -> Result<Btf, DedupError> {
         let bytes = self
             .engine
@@ -313,9 +327,22 @@ impl Incremental {
         crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 
-    /// The final pass: one-shot dedup of the kept set.
+    /// What the final pass needs from the batches, to run it after this dedup is
+    /// dropped (see [`FinalPass`]).
+    pub fn final_pass(&self) -> FinalPass {
+        FinalPass {
+            base: self.base.clone(),
+            compat: self.compat,
+            kept: self.len(),
+            base_resolved: self.engine.base_resolved().to_vec(),
+        }
+    }
+
+    /// The final pass over the kept set (see [`FinalPass`]).
     pub fn finish(self) -> Result<Btf, DedupError> {
-        dedup_with(&self.snapshot()?, self.compat)
+        let set = self.snapshot()?;
+        let bytes = self.final_pass().dedup_bytes(&set)?;
+        crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 
     /// [`Incremental::finish`] straight to raw bytes in `endian` with `header_extra`
@@ -327,12 +354,89 @@ impl Incremental {
         header_extra: &[u8],
     ) -> Result<Vec<u8>, DedupError> {
         let kept = self.engine.to_bytes(endian, header_extra);
+        let fin = self.final_pass();
         drop(self.engine);
         let mut set =
             crate::btf::read::parse(&kept, self.base.clone()).map_err(DedupError::Output)?;
         drop(kept);
         set.set_header_extra(header_extra.to_vec());
-        dedup_bytes_owned(set, self.compat)
+        fin.dedup_bytes_owned(set)
+    }
+}
+
+/// The final pass of an [`Incremental`] dedup: a one-shot dedup of a BTF whose first
+/// own types are the kept set (more may follow, such as the function types an
+/// encoder adds at the end), starting from the state the batches left, as libbpf's
+/// one dedup would have it at that point:
+///
+/// * the base FWDs and enum FWDs the batches resolved to kept types stay resolved
+///   (libbpf never undoes a resolution of a base type);
+/// * a kept STRUCT/UNION/TYPEDEF is not compared with base types again: its batch
+///   compared it with every base candidate as libbpf does, once. Over the kept set,
+///   whose references already point into the base, a type kept because its check
+///   was the first to need a base FWD resolved (libbpf's `hypot_adjust_canon`) is
+///   identical to its base twin and would be merged, which libbpf does not do.
+///
+/// The kept types are still deduplicated among themselves, FWDs are resolved by
+/// name and reference types follow, as before.
+#[derive(Clone, Debug)]
+pub struct FinalPass {
+    base: Option<Arc<Btf>>,
+    compat: Compat,
+    kept: u32,
+    base_resolved: Vec<(u32, u32)>,
+}
+
+impl FinalPass {
+    /// The final pass over `btf` (the kept types first), to raw bytes as
+    /// [`dedup_bytes`].
+    pub fn dedup_bytes(&self, btf: &Btf) -> Result<Vec<u8>, DedupError> {
+        self.check_base(btf)?;
+        let mut e = engine::Engine::new(btf.base().map(|b| &**b), self.compat, false)?;
+        let s = e.load_batch(btf)?;
+        e.set_settled(self.kept, &self.base_resolved)?;
+        e.process(s)?;
+        Ok(e.to_bytes(btf.endian(), btf.header_extra()))
+    }
+
+    /// [`FinalPass::dedup_bytes`] taking `btf` by value, as [`dedup_bytes_owned`].
+    pub fn dedup_bytes_owned(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.owned(btf, false)
+    }
+
+    /// [`FinalPass::dedup_bytes`] for an encoder's BTF, as
+    /// [`dedup_bytes_owned_encoded`] (the string section is kept as it is): for the
+    /// kept set of [`Incremental::new_encoded`] plus the encoder's function types.
+    pub fn dedup_bytes_owned_encoded(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.owned(btf, true)
+    }
+
+    fn owned(&self, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
+        self.check_base(&btf)?;
+        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+        let mut e = engine::Engine::new(btf.base().map(|b| &**b), self.compat, false)?;
+        if keep_strings {
+            e.keep_strings_of(&btf);
+        }
+        let s = e.load_batch(&btf)?;
+        drop(btf);
+        e.set_settled(self.kept, &self.base_resolved)?;
+        e.process(s)?;
+        Ok(e.to_bytes(endian, &extra))
+    }
+
+    /// `btf` must be over the base the batches were (the kept ids refer to it).
+    fn check_base(&self, btf: &Btf) -> Result<(), DedupError> {
+        let same = match (&self.base, btf.base()) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.type_count() == b.type_count(),
+            _ => false,
+        };
+        if same {
+            Ok(())
+        } else {
+            Err(DedupError::BaseMismatch)
+        }
     }
 }
 
@@ -493,6 +597,61 @@ mod tests {
         ptr(&mut b, TypeId(2));
         ptr(&mut b, TypeId(1));
         assert!(matches!(dedup(&b), Err(DedupError::Loop { .. })));
+    }
+
+    /// A base holding `struct N` only as a FWD, and `T { N *m; }`, `R { T *m; }`,
+    /// `Q { T *m; }`.
+    fn base_with_fwd() -> Arc<Btf> {
+        let mut b = Btf::new(None);
+        let n = b.push_str(b"N");
+        let fwd = b.push_type(Type {
+            name: n,
+            kind: TypeKind::Fwd { union: false },
+        });
+        let p = ptr(&mut b, fwd);
+        let t = strukt(&mut b, b"T", p);
+        let p = ptr(&mut b, t);
+        strukt(&mut b, b"R", p);
+        strukt(&mut b, b"Q", p);
+        Arc::new(dedup(&b).unwrap())
+    }
+
+    /// One CU over [`base_with_fwd`] defining `struct N`: `top { T *m; }`, T, N.
+    fn defines_n(b: &mut Btf, top: &[u8]) {
+        let f = b.type_count() + 1;
+        // ids: top, PTR->T, T, PTR->N, N, int
+        strukt(b, top, TypeId(f + 1));
+        ptr(b, TypeId(f + 2));
+        strukt(b, b"T", TypeId(f + 3));
+        ptr(b, TypeId(f + 4));
+        strukt(b, b"N", TypeId(f + 5));
+        int(b);
+    }
+
+    /// libbpf keeps the first split struct whose check needs the base FWD resolved
+    /// (`R` here: identical to the base's once its references are remapped), resolves
+    /// the FWD to the split `N` for good, and merges every later struct that reaches
+    /// it (`Q`, and `R` of the third CU into the kept one). The batches and the final
+    /// pass must give the same bytes.
+    #[test]
+    fn base_fwd_resolved_by_a_batch_stays_resolved() {
+        let base = base_with_fwd();
+        let tops: [&[u8]; 3] = [b"R", b"Q", b"R"];
+        let mut all = Btf::new(Some(base.clone()));
+        let mut inc = Incremental::new(Some(base.clone()), Compat::Upstream).unwrap();
+        for top in tops {
+            defines_n(&mut all, top);
+            let mut cu = Btf::new(Some(base.clone()));
+            defines_n(&mut cu, top);
+            inc.add(&cu).unwrap();
+        }
+        let want = dedup(&all).unwrap();
+        assert_eq!(names(&want), ["STRUCT:R", "PTR:", "STRUCT:N", "INT:int"]);
+        let got = inc.finish().unwrap();
+        assert_eq!(
+            crate::btf::write::to_bytes(&got),
+            crate::btf::write::to_bytes(&want)
+        );
     }
 
     #[test]
