@@ -239,15 +239,12 @@ fn encode_units(
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning.window.unwrap_or(workers.max(2));
     let mut release = InputRelease::new(&input);
-    let stage = sink.take().map(DedupStage::new);
+    let stage = sink.take().map(|d| DedupStage::new(d, workers > 1));
     // Emptied arenas, for the next units: a unit's data is freed in one step when it
     // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
     // most window + workers arenas ever exist.
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
     let produce = |idx: usize| {
-        if let Some(stage) = &stage {
-            stage.run(&dw, false)?;
-        }
         let arena = lock(&pool).pop().unwrap_or_default();
         parse_unit(&dw, idx, &opts.lang_exclude, arena)
     };
@@ -263,21 +260,45 @@ fn encode_units(
         arena.reset();
         lock(&pool).push(arena);
         if let Some(stage) = &stage {
-            stage.push(idx, state.take_types(), state.btf().str_end());
+            stage.push(&dw, idx, state.take_types(), state.btf().str_end())?;
             stage.remap_done(&mut funcs, state.btf().first_id());
         }
         release.after_unit(&input, &dw, idx, loclists_start);
         Ok(())
     };
-    sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(
-        |e| match e {
-            sched::Error::Failed { error, .. } => error,
-            panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-        },
-    )?;
+    std::thread::scope(|scope| {
+        let server = match &stage {
+            Some(st) if st.threaded => Some(
+                std::thread::Builder::new()
+                    .name("dwarf2btf-dedup".into())
+                    .spawn_scoped(scope, || st.serve(&dw))
+                    .map_err(|e| Error::file(&opts.input, format!("cannot start a thread: {e}")))?,
+            ),
+            _ => None,
+        };
+        let units =
+            sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(|e| {
+                match e {
+                    sched::Error::Failed { error, .. } => error,
+                    panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+                }
+            });
+        if let Some(st) = &stage {
+            st.close();
+        }
+        // The stage's own error, if it failed, is the cause of any in the units.
+        let served = server.map_or(Ok(()), |h| {
+            h.join().unwrap_or_else(|_| {
+                Err(Error::file(
+                    &opts.input,
+                    "internal error: the dedup stage panicked",
+                ))
+            })
+        });
+        served.and(units)
+    })?;
     let mut fin = None;
     if let Some(stage) = stage {
-        stage.run(&dw, true)?;
         stage.remap_done(&mut funcs, state.btf().first_id());
         // The functions and DATASECs refer to kept types: they are added after them,
         // and the final one-shot dedup runs over the kept types and these.
@@ -296,57 +317,130 @@ fn encode_units(
 }
 
 /// The incremental dedup as a second ordered stage behind the encoder. The token
-/// holder queues each encoded unit's types here; the dedup runs them strictly in
-/// unit order, but on whichever worker next starts a parse and finds the stage free
-/// (and after the last unit), so at -j2 and up deduplicating unit `i` overlaps
-/// encoding unit `i + 1`. With one worker it runs right before each parse: the same
-/// calls in the same order. The kept ids it returns for each unit go back to the
-/// function encoder, whose saved records of that unit are renumbered on the token
-/// holder's next turn.
+/// holder queues each encoded unit's types here and the dedup runs them strictly in
+/// unit order: with several workers on a thread of its own ([`DedupStage::serve`]),
+/// so that deduplicating unit `i` overlaps encoding unit `i + 1` and parsing later
+/// ones; with one worker right away on the token holder (the same calls in the same
+/// order). At most [`MAX_QUEUED`] units wait, so a slow dedup holds the encoder
+/// back rather than letting encoded units pile up. The kept ids returned for each
+/// unit go back to the function encoder, whose saved records of that unit are
+/// renumbered on the token holder's next turn.
 struct DedupStage {
-    /// Encoded units not deduplicated yet, in unit order: (unit, types, end of the
-    /// encoder's string section after the unit).
-    queue: Mutex<VecDeque<(usize, Vec<Type>, u32)>>,
+    /// Whether a thread of its own runs the stage.
+    threaded: bool,
+    queue: Mutex<StageQueue>,
+    /// Signalled when the queue changes.
+    changed: std::sync::Condvar,
     /// The dedup; whoever holds it runs the stage.
     dedup: Mutex<Incremental>,
     /// The kept ids of each unit deduplicated and not yet handed back, in unit order.
     kept: Mutex<VecDeque<Vec<u32>>>,
 }
 
+/// Most encoded units waiting for the dedup stage.
+const MAX_QUEUED: usize = 4;
+
+#[derive(Default)]
+struct StageQueue {
+    /// Encoded units not deduplicated yet, in unit order: (unit, types, end of the
+    /// encoder's string section after the unit).
+    units: VecDeque<(usize, Vec<Type>, u32)>,
+    /// No more units will come.
+    closed: bool,
+    /// The stage failed (its thread returns the error).
+    failed: bool,
+}
+
 impl DedupStage {
-    fn new(dedup: Incremental) -> DedupStage {
+    fn new(dedup: Incremental, threaded: bool) -> DedupStage {
         DedupStage {
-            queue: Mutex::new(VecDeque::new()),
+            threaded,
+            queue: Mutex::new(StageQueue::default()),
+            changed: std::sync::Condvar::new(),
             dedup: Mutex::new(dedup),
             kept: Mutex::new(VecDeque::new()),
         }
     }
 
-    /// Queues unit `idx`'s encoded types (called in unit order).
-    fn push(&self, idx: usize, types: Vec<Type>, str_end: u32) {
-        lock(&self.queue).push_back((idx, types, str_end));
+    /// Queues unit `idx`'s encoded types (called in unit order), waiting while the
+    /// queue is full; without a thread, deduplicates them at once.
+    fn push(
+        &self,
+        dw: &DwarfInput<'_>,
+        idx: usize,
+        types: Vec<Type>,
+        str_end: u32,
+    ) -> Result<(), Error> {
+        let mut q = lock(&self.queue);
+        while q.units.len() >= MAX_QUEUED && !q.failed {
+            q = self
+                .changed
+                .wait(q)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if q.failed {
+            return Err(dw.unit_error(idx, "dedup: an earlier unit failed"));
+        }
+        q.units.push_back((idx, types, str_end));
+        drop(q);
+        self.changed.notify_all();
+        if !self.threaded {
+            while let Some(unit) = self.next(false) {
+                self.dedup_unit(dw, unit)?;
+            }
+        }
+        Ok(())
     }
 
-    /// Deduplicates every queued unit, in order; unless `wait`, only if no other
-    /// worker is doing it already.
-    fn run(&self, dw: &DwarfInput<'_>, wait: bool) -> Result<(), Error> {
-        let mut dedup = match self.dedup.try_lock() {
-            Ok(d) => d,
-            Err(std::sync::TryLockError::WouldBlock) if !wait => return Ok(()),
-            Err(std::sync::TryLockError::WouldBlock) => lock(&self.dedup),
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        };
+    /// The next queued unit; with `wait`, waits for one until the queue is closed.
+    fn next(&self, wait: bool) -> Option<(usize, Vec<Type>, u32)> {
+        let mut q = lock(&self.queue);
         loop {
-            let Some((idx, types, str_end)) = lock(&self.queue).pop_front() else {
-                return Ok(());
-            };
-            let kept = dedup
-                .add_encoded(&types, str_end)
-                .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
-                .to_vec();
-            drop(types);
-            lock(&self.kept).push_back(kept);
+            if let Some(unit) = q.units.pop_front() {
+                drop(q);
+                self.changed.notify_all();
+                return Some(unit);
+            }
+            if q.closed || !wait {
+                return None;
+            }
+            q = self
+                .changed
+                .wait(q)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
+    }
+
+    /// The stage's thread: deduplicates the units as they come, until closed.
+    fn serve(&self, dw: &DwarfInput<'_>) -> Result<(), Error> {
+        while let Some(unit) = self.next(true) {
+            if let Err(e) = self.dedup_unit(dw, unit) {
+                lock(&self.queue).failed = true;
+                self.changed.notify_all();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn dedup_unit(
+        &self,
+        dw: &DwarfInput<'_>,
+        (idx, types, str_end): (usize, Vec<Type>, u32),
+    ) -> Result<(), Error> {
+        let kept = lock(&self.dedup)
+            .add_encoded(&types, str_end)
+            .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
+            .to_vec();
+        drop(types);
+        lock(&self.kept).push_back(kept);
+        Ok(())
+    }
+
+    /// No more units: the thread ends once the queue is empty.
+    fn close(&self) {
+        lock(&self.queue).closed = true;
+        self.changed.notify_all();
     }
 
     /// Renumbers the function encoder's records of the units deduplicated since the
