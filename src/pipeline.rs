@@ -333,8 +333,11 @@ struct DedupStage {
     changed: std::sync::Condvar,
     /// The dedup; whoever holds it runs the stage.
     dedup: Mutex<Incremental>,
-    /// The kept ids of each unit deduplicated and not yet handed back, in unit order.
-    kept: Mutex<VecDeque<Vec<u32>>>,
+    /// The kept ids of each unit deduplicated and not yet handed back, in unit order,
+    /// with the unit's types: they go back to the token holder to be freed on the
+    /// thread that allocated them (freeing millions of small blocks of another
+    /// thread's heap makes both threads fight over it).
+    kept: Mutex<VecDeque<(Vec<u32>, Vec<Type>)>>,
 }
 
 /// Most encoded units waiting for the dedup stage.
@@ -432,8 +435,7 @@ impl DedupStage {
             .add_encoded(&types, str_end)
             .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
             .to_vec();
-        drop(types);
-        lock(&self.kept).push_back(kept);
+        lock(&self.kept).push_back((kept, types));
         Ok(())
     }
 
@@ -447,7 +449,7 @@ impl DedupStage {
     /// last call; the units' own ids started at `first`.
     fn remap_done(&self, funcs: &mut FuncEncoder, first: TypeId) {
         let done = std::mem::take(&mut *lock(&self.kept));
-        for kept in done {
+        for (kept, _types) in done {
             funcs.remap_unit(|id| match id.0.checked_sub(first.0) {
                 Some(i) => TypeId(kept.get(i as usize).copied().unwrap_or(u32::MAX)),
                 None => id,
