@@ -1,6 +1,7 @@
 //! The engine over the corpus vmlinux with the kernel's flags: wall time, CPU time and
 //! peak RSS at -j1, -j2 and -j8, pahole's figures in the same run when a `pahole` is on
-//! PATH, and a kernel with four copies of the vmlinux's `.debug_info` at -j2.
+//! PATH (one older than v1.26 gets its era's switches), and a kernel with four copies
+//! of the vmlinux's `.debug_info` at -j2.
 //!
 //! `cargo bench --bench engine` (needs GNU time at /usr/bin/time and the corpus:
 //! `$DWARF2BTF_CORPUS` or `../shared/corpus/unpack.sh`). `BENCH_RUNS=N` repeats each
@@ -100,6 +101,14 @@ fn args(jobs: usize, input: &Path, out: &Path) -> Vec<String> {
     ]
 }
 
+/// `pahole --version` (`v1.24`) as 124.
+fn pahole_version(pahole: &Path) -> Option<u32> {
+    let out = Command::new(pahole).arg("--version").output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout);
+    let (major, minor) = v.trim().trim_start_matches('v').split_once('.')?;
+    Some(major.parse::<u32>().ok()? * 100 + minor.parse::<u32>().ok()?)
+}
+
 /// Builds a copy of `vmlinux` whose `.debug_info` is four copies of its own (each
 /// copy's unit headers point into the same `.debug_abbrev`, so the copies stay valid).
 fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
@@ -177,9 +186,19 @@ fn main() {
     });
     match pahole {
         Some(p) => {
+            let version = pahole_version(&p);
             for j in [1, 2] {
-                let f = best(&p, &args(j, &vmlinux, &dir.join("pahole.btf")), runs);
-                row(&format!("pahole -j{j}"), f);
+                let mut a = args(j, &vmlinux, &dir.join("pahole.btf"));
+                if version.is_some_and(|v| v < 126) {
+                    // Before --btf_features (v1.26): the switches of the kernel's
+                    // Makefile for that pahole. It encodes every function (no
+                    // optimized_func/consistent_func filtering, no kfunc tags).
+                    a[2] = "--btf_encode_force".into();
+                    a.insert(3, "--btf_gen_floats".into());
+                }
+                let f = best(&p, &a, runs);
+                let v = version.map_or("?".into(), |v| format!("1.{}", v - 100));
+                row(&format!("pahole {v} -j{j}"), f);
             }
         }
         None => println!("(no pahole on PATH: its figures are not measured)"),
