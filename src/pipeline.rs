@@ -235,7 +235,6 @@ fn encode_units(
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
-    let mut funcs = new_func_encoder(&input, &opts.features)?;
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning.window.unwrap_or(workers.max(2));
     let mut release = InputRelease::new(&input);
@@ -248,25 +247,37 @@ fn encode_units(
         let arena = lock(&pool).pop().unwrap_or_default();
         parse_unit(&dw, idx, &opts.lang_exclude, arena)
     };
-    let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
-        encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
-        // Functions and variables are added in unit order too, right after the
-        // unit's types (pahole's order).
-        funcs
-            .add_cu(unit.borrow_dependent(), &mut state)
-            .map_err(|e| dw.unit_error(idx, e))?;
-        let loclists_start = unit.borrow_dependent().loclists_start;
-        let mut arena = unit.into_owner().arena;
-        arena.reset();
-        lock(&pool).push(arena);
-        if let Some(stage) = &stage {
-            stage.push(&dw, idx, state.take_types(), state.btf().str_end())?;
-            stage.remap_done(&mut funcs, state.btf().first_id());
-        }
-        release.after_unit(&input, &dw, idx, loclists_start);
-        Ok(())
-    };
-    std::thread::scope(|scope| {
+    let mut funcs = std::thread::scope(|scope| {
+        // The symbol tables are read while the first units are parsed (with more
+        // than one worker); the token holder waits for them before its first unit.
+        let mut symbols = if workers > 1 {
+            let job = std::thread::Builder::new()
+                .name("dwarf2btf-symbols".into())
+                .spawn_scoped(scope, || new_func_encoder(&input, &opts.features))
+                .map_err(|e| Error::file(&opts.input, format!("cannot start a thread: {e}")))?;
+            FuncsInit::Pending(job)
+        } else {
+            FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
+        };
+        let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+            let funcs = symbols.get(&opts.input)?;
+            encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
+            // Functions and variables are added in unit order too, right after the
+            // unit's types (pahole's order).
+            funcs
+                .add_cu(unit.borrow_dependent(), &mut state)
+                .map_err(|e| dw.unit_error(idx, e))?;
+            let loclists_start = unit.borrow_dependent().loclists_start;
+            let mut arena = unit.into_owner().arena;
+            arena.reset();
+            lock(&pool).push(arena);
+            if let Some(stage) = &stage {
+                stage.push(&dw, idx, state.take_types(), state.btf().str_end())?;
+                stage.remap_done(funcs, state.btf().first_id());
+            }
+            release.after_unit(&input, &dw, idx, loclists_start);
+            Ok(())
+        };
         let server = match &stage {
             Some(st) if st.threaded => Some(
                 std::thread::Builder::new()
@@ -295,7 +306,9 @@ fn encode_units(
                 ))
             })
         });
-        served.and(units)
+        served.and(units)?;
+        symbols.get(&opts.input)?;
+        symbols.into_ready()
     })?;
     let mut fin = None;
     if let Some(stage) = stage {
@@ -314,6 +327,43 @@ fn encode_units(
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok((state, fin))
+}
+
+/// The function/variable encoder, being built on another thread or built.
+enum FuncsInit<'s> {
+    Pending(std::thread::ScopedJoinHandle<'s, Result<FuncEncoder, Error>>),
+    Ready(Box<FuncEncoder>),
+    /// Its thread failed (the error was returned once).
+    Failed,
+}
+
+impl FuncsInit<'_> {
+    /// The encoder, waiting for its thread the first time.
+    fn get(&mut self, input: &std::path::Path) -> Result<&mut FuncEncoder, Error> {
+        if let FuncsInit::Pending(_) = self {
+            let FuncsInit::Pending(job) = std::mem::replace(self, FuncsInit::Failed) else {
+                unreachable!("checked just above")
+            };
+            let built = job.join().unwrap_or_else(|_| {
+                Err(Error::file(
+                    input,
+                    "internal error: reading the symbols panicked",
+                ))
+            })?;
+            *self = FuncsInit::Ready(Box::new(built));
+        }
+        match self {
+            FuncsInit::Ready(f) => Ok(f),
+            _ => Err(Error::file(input, "the symbol tables could not be read")),
+        }
+    }
+
+    fn into_ready(self) -> Result<FuncEncoder, Error> {
+        match self {
+            FuncsInit::Ready(f) => Ok(*f),
+            _ => Err(Error::Msg("the symbol tables could not be read".into())),
+        }
+    }
 }
 
 /// The incremental dedup as a second ordered stage behind the encoder. The token
