@@ -1,6 +1,7 @@
 //! Where the corpus tests find their inputs: the project's `shared` folder (the pahole
-//! references, btfcmp.py), the unpacked corpus, and unique temporary names. Shared by
-//! the corpus test files; each uses a part of it.
+//! references, btfcmp.py), the unpacked corpus, and unique temporary names; and, for
+//! the tests that build small objects themselves, scratch folders and a tool runner.
+//! Shared by those test files; each uses a part of it.
 #![allow(dead_code)] // each test binary compiles this module and uses only a part
 
 use std::path::{Path, PathBuf};
@@ -50,4 +51,30 @@ pub fn tmp(name: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     std::env::temp_dir().join(format!("dwarf2btf-test-{}-{n}-{name}", std::process::id()))
+}
+
+/// A fresh, empty scratch folder `name` under cargo's temporary folder for tests.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs a tool (gcc, ld) in `dir`, asserting success; `None` (and a skip message)
+/// when it cannot be run at all.
+pub fn run(cmd: &str, args: &[&str], dir: &Path) -> Option<()> {
+    let out = match Command::new(cmd).args(args).current_dir(dir).output() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("SKIP: cannot run {cmd}: {e}");
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(())
 }
