@@ -78,3 +78,56 @@ pub fn run(cmd: &str, args: &[&str], dir: &Path) -> Option<()> {
     );
     Some(())
 }
+
+/// The corpus and pahole's references, or `None` after a skip message.
+pub fn corpus_and_reference() -> Option<(PathBuf, PathBuf)> {
+    let (Some(c), Some(r)) = (corpus(), reference()) else {
+        println!("skipping: corpus or pahole reference files not found");
+        return None;
+    };
+    Some((c, r))
+}
+
+/// Encodes `input` (split over `base`, if given) with `-J -j2` and `flags` into a new
+/// temporary file, asserting success; returns that file.
+pub fn encode_detached(flags: &[&str], input: &Path, base: Option<&Path>) -> PathBuf {
+    let out = tmp("out.btf");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"));
+    cmd.args(["-J", "-j2"]).args(flags);
+    if let Some(b) = base {
+        cmd.arg("--btf_base").arg(b);
+    }
+    let st = cmd
+        .arg(format!("--btf_encode_detached={}", out.display()))
+        .arg(input)
+        .status()
+        .unwrap();
+    assert!(st.success(), "dwarf2btf failed on {}", input.display());
+    out
+}
+
+/// Compares `ours` with `reference` (both over `base`, if given) by btfcmp.py with
+/// the `extra` arguments, prints the report and returns its verdict (last line);
+/// `None` (and a skip message) when python3 cannot be run.
+pub fn btfcmp_verdict(
+    ours: &Path,
+    reference: &Path,
+    base: Option<&Path>,
+    extra: &[&str],
+) -> Option<String> {
+    let mut cmp = Command::new("python3");
+    cmp.arg(shared().unwrap().join("tools/btfcmp.py"))
+        .arg(ours)
+        .arg(reference)
+        .args(extra);
+    if let Some(b) = base {
+        cmp.arg("--base").arg(b);
+    }
+    let Ok(out) = cmp.output() else {
+        println!("skipping: python3 not available");
+        return None;
+    };
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    Some(text.lines().last().unwrap_or("").trim().to_string())
+}
