@@ -142,18 +142,24 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
             u32::from_be_bytes(b)
         })
     };
-    // pahole compares the raw st_shndx with the section's index.
-    let in_ids = |sym: &Elf::Sym| usize::from(sym.st_shndx(endian)) == ids_index.0;
+    // The symbols of `.BTF_ids`, with their names (pahole compares the raw st_shndx
+    // with the section's index).
+    let ids_symbols = || {
+        symtab
+            .iter()
+            .filter(|sym| usize::from(sym.st_shndx(endian)) == ids_index.0)
+            .map(|sym| -> Result<_> {
+                let name = symtab
+                    .symbol_name(endian, sym)
+                    .map_err(|e| bad("bad symbol name", e))?;
+                Ok((sym, name))
+            })
+    };
 
     // First pass: the address ranges of the kfunc sets.
     let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for sym in symtab.iter() {
-        if !in_ids(sym) {
-            continue;
-        }
-        let name = symtab
-            .symbol_name(endian, sym)
-            .map_err(|e| bad("bad symbol name", e))?;
+    for item in ids_symbols() {
+        let (sym, name) = item?;
         if !name.starts_with(SET8_PREFIX.as_bytes()) {
             continue;
         }
@@ -173,13 +179,8 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
 
     // Second pass: the functions whose id slot lies in one of those ranges.
     let mut flags = BTreeMap::new();
-    for sym in symtab.iter() {
-        if !in_ids(sym) {
-            continue;
-        }
-        let name = symtab
-            .symbol_name(endian, sym)
-            .map_err(|e| bad("bad symbol name", e))?;
+    for item in ids_symbols() {
+        let (sym, name) = item?;
         let Ok(name) = std::str::from_utf8(name) else {
             continue;
         };
