@@ -1,14 +1,19 @@
 //! Where the corpus tests find their inputs: the project's `shared` folder (the pahole
 //! references, btfcmp.py), the unpacked corpus, and unique temporary names; and, for
-//! the tests that build small objects themselves, scratch folders and a tool runner.
-//! Shared by those test files; each uses a part of it.
+//! the tests that build small objects themselves, scratch folders and a tool runner;
+//! and, for the memory test and the engine bench (which includes this file by path),
+//! GNU time and the four-copy kernel. Each user compiles all of it and uses a part.
 #![allow(dead_code)] // each test binary compiles this module and uses only a part
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The flags `scripts/Makefile.btf` passes (without `--lang_exclude=rust`).
 pub const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
+
+/// GNU time, which reports a run's peak RSS.
+pub const GNU_TIME: &str = "/usr/bin/time";
 
 /// The repository root.
 pub fn root() -> &'static Path {
@@ -130,4 +135,73 @@ pub fn btfcmp_verdict(
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{text}{}", String::from_utf8_lossy(&out.stderr));
     Some(text.lines().last().unwrap_or("").trim().to_string())
+}
+
+/// The arguments that encode `input` at `-jJOBS` with the kernel's flags (as
+/// `scripts/Makefile.btf`, without Rust units) into the detached file `out`.
+pub fn kernel_args(jobs: usize, input: &Path, out: &Path) -> Vec<String> {
+    vec![
+        "-J".into(),
+        format!("-j{jobs}"),
+        KFLAGS.into(),
+        "--lang_exclude=rust".into(),
+        format!("--btf_encode_detached={}", out.display()),
+        input.display().to_string(),
+    ]
+}
+
+/// Runs `prog args` under GNU time, asserting success, and returns the figures that
+/// `fields` (GNU time's `%` fields separated by spaces, e.g. `%e %M`) asks for.
+pub fn gnu_time<A: AsRef<OsStr>>(prog: &Path, args: &[A], fields: &str) -> Vec<f64> {
+    let out = Command::new(GNU_TIME)
+        .args(["-f", &format!("@@ {fields}")])
+        .arg(prog)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {GNU_TIME}: {e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{} failed: {err}", prog.display());
+    let line = err
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("@@ "))
+        .expect("GNU time's line");
+    line.split_whitespace()
+        .map(|x| x.parse().expect("GNU time's figure"))
+        .collect()
+}
+
+/// A copy of `vmlinux`, written in `dir`, whose `.debug_info` is its own four times
+/// over (each copy's unit headers point into the one `.debug_abbrev`, so every copy
+/// stays valid). `None` when objcopy cannot be run or fails.
+pub fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
+    let one = dir.join("debug_info.1");
+    let four = dir.join("debug_info.4");
+    let out = dir.join("vmlinux.4x");
+    let dumped = Command::new("objcopy")
+        .arg(format!("--dump-section=.debug_info={}", one.display()))
+        .arg(vmlinux)
+        .arg(dir.join("scratch"))
+        .status()
+        .ok()?;
+    if !dumped.success() {
+        return None;
+    }
+    let data = std::fs::read(&one).unwrap();
+    // Written copy by copy: no buffer of four times the section.
+    let mut f = std::fs::File::create(&four).unwrap();
+    for _ in 0..4 {
+        std::io::Write::write_all(&mut f, &data).unwrap();
+    }
+    drop((data, f));
+    let updated = Command::new("objcopy")
+        .arg(format!("--update-section=.debug_info={}", four.display()))
+        .arg(vmlinux)
+        .arg(&out)
+        .status()
+        .ok()?;
+    for f in [one, four, dir.join("scratch")] {
+        let _ = std::fs::remove_file(f);
+    }
+    updated.success().then_some(out)
 }
