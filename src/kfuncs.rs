@@ -20,7 +20,7 @@ use std::path::Path;
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::{Endianness, FileKind};
+use object::Endianness;
 
 use crate::{Error, Result};
 
@@ -56,12 +56,10 @@ impl Kfuncs {
     /// Reads the kfunc sets of the ELF file `data`, read from `path`. A file with no
     /// `.symtab` or no `.BTF_ids` has no kfuncs.
     pub fn parse(path: &Path, data: &[u8]) -> Result<Kfuncs> {
-        let kind = FileKind::parse(data)
-            .map_err(|e| Error::file(path, format!("not an ELF file: {e}")))?;
-        match kind {
-            FileKind::Elf32 => parse_elf::<elf::FileHeader32<Endianness>>(path, data),
-            FileKind::Elf64 => parse_elf::<elf::FileHeader64<Endianness>>(path, data),
-            _ => Err(Error::file(path, "not an ELF file")),
+        if crate::symbols::is_elf64(path, data)? {
+            parse_elf::<elf::FileHeader64<Endianness>>(path, data)
+        } else {
+            parse_elf::<elf::FileHeader32<Endianness>>(path, data)
         }
     }
 
