@@ -8,27 +8,13 @@
 //! measurement N times (default 3) and keeps the fastest run; `BENCH_NO_4X=1` skips
 //! the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
 
+// The corpus locator, GNU time and the four-copy kernel, shared with the tests.
+#[path = "../tests/corpus_util/mod.rs"]
+mod corpus_util;
+
+use corpus_util::{corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
-const TIME: &str = "/usr/bin/time";
-
-fn corpus() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
-        let d = PathBuf::from(d);
-        return d.join("vmlinux").exists().then_some(d);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = root
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared/corpus/unpack.sh"))
-        .find(|s| s.exists())?;
-    let out = Command::new("sh").arg(&script).output().ok()?;
-    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    (out.status.success() && d.join("vmlinux").exists()).then_some(d)
-}
 
 /// One run's figures, from GNU time.
 #[derive(Clone, Copy, Debug)]
@@ -41,23 +27,7 @@ struct Figures {
 
 /// Runs `prog args` under GNU time and returns its figures.
 fn measure(prog: &Path, args: &[String]) -> Figures {
-    let out = Command::new(TIME)
-        .args(["-f", "@@ %e %U %S %M"])
-        .arg(prog)
-        .args(args)
-        .output()
-        .expect("run /usr/bin/time");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{} failed: {err}", prog.display());
-    let line = err
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("@@ "))
-        .expect("GNU time's line");
-    let v: Vec<f64> = line
-        .split_whitespace()
-        .map(|x| x.parse().unwrap())
-        .collect();
+    let v = gnu_time(prog, args, "%e %U %S %M");
     Figures {
         wall: v[0],
         user: v[1],
@@ -90,56 +60,12 @@ fn row(what: &str, f: Figures) {
     );
 }
 
-fn args(jobs: usize, input: &Path, out: &Path) -> Vec<String> {
-    vec![
-        "-J".into(),
-        format!("-j{jobs}"),
-        KFLAGS.into(),
-        "--lang_exclude=rust".into(),
-        format!("--btf_encode_detached={}", out.display()),
-        input.display().to_string(),
-    ]
-}
-
 /// `pahole --version` (`v1.24`) as 124.
 fn pahole_version(pahole: &Path) -> Option<u32> {
     let out = Command::new(pahole).arg("--version").output().ok()?;
     let v = String::from_utf8_lossy(&out.stdout);
     let (major, minor) = v.trim().trim_start_matches('v').split_once('.')?;
     Some(major.parse::<u32>().ok()? * 100 + minor.parse::<u32>().ok()?)
-}
-
-/// Builds a copy of `vmlinux` whose `.debug_info` is four copies of its own (each
-/// copy's unit headers point into the same `.debug_abbrev`, so the copies stay valid).
-fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
-    let one = dir.join("debug_info.1");
-    let four = dir.join("debug_info.4");
-    let out = dir.join("vmlinux.4x");
-    let st = Command::new("objcopy")
-        .arg(format!("--dump-section=.debug_info={}", one.display()))
-        .arg(vmlinux)
-        .arg(dir.join("scratch"))
-        .status()
-        .ok()?;
-    if !st.success() {
-        return None;
-    }
-    let data = std::fs::read(&one).ok()?;
-    let mut f = std::fs::File::create(&four).ok()?;
-    for _ in 0..4 {
-        std::io::Write::write_all(&mut f, &data).ok()?;
-    }
-    drop((data, f));
-    let st = Command::new("objcopy")
-        .arg(format!("--update-section=.debug_info={}", four.display()))
-        .arg(vmlinux)
-        .arg(&out)
-        .status()
-        .ok()?;
-    let _ = std::fs::remove_file(&one);
-    let _ = std::fs::remove_file(&four);
-    let _ = std::fs::remove_file(dir.join("scratch"));
-    st.success().then_some(out)
 }
 
 fn main() {
@@ -153,8 +79,8 @@ fn main() {
         println!("engine bench skipped: corpus not found (set DWARF2BTF_CORPUS)");
         return;
     };
-    if !Path::new(TIME).exists() {
-        println!("engine bench skipped: {TIME} (GNU time) not found");
+    if !Path::new(GNU_TIME).exists() {
+        println!("engine bench skipped: {GNU_TIME} (GNU time) not found");
         return;
     }
     let runs: usize = std::env::var("BENCH_RUNS")
@@ -174,7 +100,7 @@ fn main() {
     println!("| --- | --- | --- | --- | --- |");
     let mut rss = Vec::new();
     for j in [1, 2, 8] {
-        let f = best(&ours, &args(j, &vmlinux, &out), runs);
+        let f = best(&ours, &kernel_args(j, &vmlinux, &out), runs);
         row(&format!("dwarf2btf -j{j}"), f);
         rss.push(f.rss_kb);
     }
@@ -188,7 +114,7 @@ fn main() {
         Some(p) => {
             let version = pahole_version(&p);
             for j in [1, 2] {
-                let mut a = args(j, &vmlinux, &dir.join("pahole.btf"));
+                let mut a = kernel_args(j, &vmlinux, &dir.join("pahole.btf"));
                 if version.is_some_and(|v| v < 126) {
                     // Before --btf_features (v1.26): the switches of the kernel's
                     // Makefile for that pahole. It encodes every function (no
@@ -206,7 +132,7 @@ fn main() {
     if std::env::var_os("BENCH_NO_4X").is_none() {
         match four_copies(&vmlinux, &dir) {
             Some(v4) => {
-                let f = measure(&ours, &args(2, &v4, &out));
+                let f = measure(&ours, &kernel_args(2, &v4, &out));
                 row("dwarf2btf -j2, 4 × .debug_info", f);
                 println!("RSS 4× / 1× (-j2) = {:.2}", f.rss_kb as f64 / rss[1] as f64);
                 let _ = std::fs::remove_file(&v4);

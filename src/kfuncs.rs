@@ -20,7 +20,7 @@ use std::path::Path;
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::{Endianness, FileKind};
+use object::Endianness;
 
 use crate::{Error, Result};
 
@@ -56,12 +56,10 @@ impl Kfuncs {
     /// Reads the kfunc sets of the ELF file `data`, read from `path`. A file with no
     /// `.symtab` or no `.BTF_ids` has no kfuncs.
     pub fn parse(path: &Path, data: &[u8]) -> Result<Kfuncs> {
-        let kind = FileKind::parse(data)
-            .map_err(|e| Error::file(path, format!("not an ELF file: {e}")))?;
-        match kind {
-            FileKind::Elf32 => parse_elf::<elf::FileHeader32<Endianness>>(path, data),
-            FileKind::Elf64 => parse_elf::<elf::FileHeader64<Endianness>>(path, data),
-            _ => Err(Error::file(path, "not an ELF file")),
+        if crate::symbols::is_elf64(path, data)? {
+            parse_elf::<elf::FileHeader64<Endianness>>(path, data)
+        } else {
+            parse_elf::<elf::FileHeader32<Endianness>>(path, data)
         }
     }
 
@@ -142,18 +140,24 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
             u32::from_be_bytes(b)
         })
     };
-    // pahole compares the raw st_shndx with the section's index.
-    let in_ids = |sym: &Elf::Sym| usize::from(sym.st_shndx(endian)) == ids_index.0;
+    // The symbols of `.BTF_ids`, with their names (pahole compares the raw st_shndx
+    // with the section's index).
+    let ids_symbols = || {
+        symtab
+            .iter()
+            .filter(|sym| usize::from(sym.st_shndx(endian)) == ids_index.0)
+            .map(|sym| -> Result<_> {
+                let name = symtab
+                    .symbol_name(endian, sym)
+                    .map_err(|e| bad("bad symbol name", e))?;
+                Ok((sym, name))
+            })
+    };
 
     // First pass: the address ranges of the kfunc sets.
     let mut ranges: Vec<(u64, u64)> = Vec::new();
-    for sym in symtab.iter() {
-        if !in_ids(sym) {
-            continue;
-        }
-        let name = symtab
-            .symbol_name(endian, sym)
-            .map_err(|e| bad("bad symbol name", e))?;
+    for item in ids_symbols() {
+        let (sym, name) = item?;
         if !name.starts_with(SET8_PREFIX.as_bytes()) {
             continue;
         }
@@ -173,13 +177,8 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
 
     // Second pass: the functions whose id slot lies in one of those ranges.
     let mut flags = BTreeMap::new();
-    for sym in symtab.iter() {
-        if !in_ids(sym) {
-            continue;
-        }
-        let name = symtab
-            .symbol_name(endian, sym)
-            .map_err(|e| bad("bad symbol name", e))?;
+    for item in ids_symbols() {
+        let (sym, name) = item?;
         let Ok(name) = std::str::from_utf8(name) else {
             continue;
         };

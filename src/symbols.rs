@@ -305,16 +305,27 @@ pub struct ElfSymbols {
     objects: Vec<ObjectSym>,
 }
 
+/// Whether the ELF file `data`, read from `path`, is ELFCLASS64 (else ELFCLASS32);
+/// an error naming the file when it is not ELF at all. The readers of `.symtab`
+/// pick their header type with it.
+pub(crate) fn is_elf64(path: &Path, data: &[u8]) -> Result<bool> {
+    let kind =
+        FileKind::parse(data).map_err(|e| Error::file(path, format!("not an ELF file: {e}")))?;
+    match kind {
+        FileKind::Elf32 => Ok(false),
+        FileKind::Elf64 => Ok(true),
+        _ => Err(Error::file(path, "not an ELF file")),
+    }
+}
+
 impl ElfSymbols {
     /// Reads the symbol table and section headers of the ELF file `data`, which was
     /// read from `path` (named in errors).
     pub fn parse(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
-        let kind = FileKind::parse(data)
-            .map_err(|e| Error::file(path, format!("not an ELF file: {e}")))?;
-        match kind {
-            FileKind::Elf32 => parse_elf::<elf::FileHeader32<Endianness>>(path, data),
-            FileKind::Elf64 => parse_elf::<elf::FileHeader64<Endianness>>(path, data),
-            _ => Err(Error::file(path, "not an ELF file")),
+        if is_elf64(path, data)? {
+            parse_elf::<elf::FileHeader64<Endianness>>(path, data)
+        } else {
+            parse_elf::<elf::FileHeader32<Endianness>>(path, data)
         }
     }
 

@@ -10,6 +10,18 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
+/// Compiles `src` into `obj` with gcc and `flags`; false when gcc is missing or fails.
+fn gcc(flags: &[&str], src: &Path, obj: &Path) -> bool {
+    Command::new("gcc")
+        .args(flags)
+        .args(["-c", "-o"])
+        .arg(obj)
+        .arg(src)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
 fn expect_failure(input: &Path, what: &str) {
     let out_file = tmp(&format!(
         "{}.btf",
@@ -63,27 +75,14 @@ fn no_dwarf_and_truncated() {
     let src = tmp("nodwarf.c");
     std::fs::write(&src, "int f(int x) { return x + 1; }\n").unwrap();
     let obj = tmp("nodwarf.o");
-    let ok = Command::new("gcc")
-        .args(["-O2", "-c", "-o"])
-        .arg(&obj)
-        .arg(&src)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
+    if !gcc(&["-O2"], &src, &obj) {
         println!("skipping: gcc not available");
         return;
     }
     expect_failure(&obj, "no DWARF");
 
     let dbg = tmp("dwarf.o");
-    assert!(Command::new("gcc")
-        .args(["-g", "-O2", "-c", "-o"])
-        .arg(&dbg)
-        .arg(&src)
-        .status()
-        .unwrap()
-        .success());
+    assert!(gcc(&["-g", "-O2"], &src, &dbg), "gcc -g failed");
     let bytes = std::fs::read(&dbg).unwrap();
     for cut in [10, 64, bytes.len() / 2, bytes.len() - 8] {
         let t = tmp(&format!("trunc{cut}.o"));
@@ -106,14 +105,7 @@ fn corrupt_debug_info() {
     let src = tmp("corrupt.c");
     std::fs::write(&src, "struct s { int a; long b; } v;\n").unwrap();
     let obj = tmp("corrupt.o");
-    let ok = Command::new("gcc")
-        .args(["-g", "-c", "-o"])
-        .arg(&obj)
-        .arg(&src)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
+    if !gcc(&["-g"], &src, &obj) {
         println!("skipping: gcc not available");
         return;
     }
@@ -147,14 +139,7 @@ fn damaged_dwarf_never_panics() {
     use object::{Object, ObjectSection};
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/types.c");
     let obj = tmp("fuzz.o");
-    let ok = Command::new("gcc")
-        .args(["-g", "-O2", "-c", "-o"])
-        .arg(&obj)
-        .arg(&src)
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if !ok {
+    if !gcc(&["-g", "-O2"], &src, &obj) {
         println!("skipping: gcc not available");
         return;
     }
@@ -214,14 +199,7 @@ fn type_units_are_refused() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/types.c");
     for (dwarf, what) in [("-gdwarf-4", ".debug_types"), ("-gdwarf-5", "another unit")] {
         let obj = tmp(&format!("tu{dwarf}.o"));
-        let ok = Command::new("gcc")
-            .args(["-g", dwarf, "-fdebug-types-section", "-c", "-o"])
-            .arg(&obj)
-            .arg(&src)
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
+        if !gcc(&["-g", dwarf, "-fdebug-types-section"], &src, &obj) {
             println!("skipping: gcc not available");
             return;
         }

@@ -6,11 +6,8 @@
 //! corpus, /usr/bin/time or objcopy are absent.
 
 mod corpus_util;
-use corpus_util::{corpus, KFLAGS};
+use corpus_util::{corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-const TIME: &str = "/usr/bin/time";
 
 /// Removes a temporary folder however the test ends.
 struct TempDir(PathBuf);
@@ -30,61 +27,17 @@ fn temp_dir(name: &str) -> TempDir {
 /// Encodes `input` at `-jJOBS` under GNU time: (peak RSS in KB, the output bytes).
 fn peak_kb(jobs: usize, input: &Path, dir: &Path) -> (u64, Vec<u8>) {
     let out = dir.join(format!("out-j{jobs}.btf"));
-    let run = Command::new(TIME)
-        .args(["-f", "@@ %M"])
-        .arg(env!("CARGO_BIN_EXE_dwarf2btf"))
-        .args(["-J", &format!("-j{jobs}"), KFLAGS, "--lang_exclude=rust"])
-        .arg(format!("--btf_encode_detached={}", out.display()))
-        .arg(input)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{}: {err}", input.display());
-    let kb = err
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("@@ "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("GNU time's figure");
+    let bin = Path::new(env!("CARGO_BIN_EXE_dwarf2btf"));
+    let kb = gnu_time(bin, &kernel_args(jobs, input, &out), "%M")[0] as u64;
     (kb, std::fs::read(&out).unwrap())
-}
-
-/// `vmlinux` with its `.debug_info` four times over (the copies' unit headers all
-/// point into the one `.debug_abbrev`, so every copy stays valid).
-fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
-    let one = dir.join("info.1");
-    let four = dir.join("info.4");
-    let out = dir.join("vmlinux.4x");
-    let dumped = Command::new("objcopy")
-        .arg(format!("--dump-section=.debug_info={}", one.display()))
-        .arg(vmlinux)
-        .arg(dir.join("scratch"))
-        .status()
-        .ok()?;
-    if !dumped.success() {
-        return None;
-    }
-    let data = std::fs::read(&one).unwrap();
-    std::fs::write(&four, data.repeat(4)).unwrap();
-    drop(data);
-    let updated = Command::new("objcopy")
-        .arg(format!("--update-section=.debug_info={}", four.display()))
-        .arg(vmlinux)
-        .arg(&out)
-        .status()
-        .ok()?;
-    for f in [one, four, dir.join("scratch")] {
-        let _ = std::fs::remove_file(f);
-    }
-    updated.success().then_some(out)
 }
 
 fn ready() -> Option<PathBuf> {
     let c = corpus();
     if c.is_none() {
         eprintln!("skipped: corpus not found (set DWARF2BTF_CORPUS)");
-    } else if !Path::new(TIME).exists() {
-        eprintln!("skipped: {TIME} (GNU time) not found");
+    } else if !Path::new(GNU_TIME).exists() {
+        eprintln!("skipped: {GNU_TIME} (GNU time) not found");
         return None;
     }
     c

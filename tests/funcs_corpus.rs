@@ -5,7 +5,7 @@
 //! message when the corpus, the reference files or python3 are absent.
 
 mod corpus_util;
-use corpus_util::{corpus, reference, shared, tmp, KFLAGS};
+use corpus_util::{btfcmp_verdict, corpus, corpus_and_reference, encode_detached, tmp, KFLAGS};
 use std::path::Path;
 use std::process::Command;
 
@@ -18,35 +18,23 @@ fn encode_and_compare(
     reference: &Path,
     base: Option<&Path>,
 ) -> Option<String> {
-    let out = tmp("out.btf");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"));
-    cmd.args(["-J", "-j2"]).args(flags);
-    if let Some(b) = base {
-        cmd.arg("--btf_base").arg(b);
-    }
-    let st = cmd
-        .arg(format!("--btf_encode_detached={}", out.display()))
-        .arg(input)
-        .status()
-        .unwrap();
-    assert!(st.success(), "dwarf2btf failed on {}", input.display());
+    let out = encode_detached(flags, input, base);
     let identical = report_bytes(&out, reference);
-    let mut cmp = Command::new("python3");
-    cmp.arg(shared().unwrap().join("tools/btfcmp.py"))
-        .arg(&out)
-        .arg(reference);
-    if let Some(b) = base {
-        cmp.arg("--base").arg(b);
-    }
-    let Ok(res) = cmp.output() else {
-        println!("skipping: python3 not available");
-        return None;
-    };
+    let verdict = btfcmp_verdict(&out, reference, base, &[]);
     let _ = std::fs::remove_file(&out);
-    let text = String::from_utf8_lossy(&res.stdout).into_owned();
-    println!("{text}{}", String::from_utf8_lossy(&res.stderr));
+    let verdict = verdict?;
     assert!(identical, "{}: not byte-identical", reference.display());
-    Some(text.lines().last().unwrap_or("").trim().to_string())
+    Some(verdict)
+}
+
+/// The corpus vmlinux encoded with `flags` is equal to pahole's `reference` file.
+fn vmlinux_equals(flags: &[&str], reference: &str, what: &str) {
+    let Some((c, r)) = corpus_and_reference() else {
+        return;
+    };
+    if let Some(v) = encode_and_compare(flags, &c.join("vmlinux"), &r.join(reference), None) {
+        assert_eq!(v, "equal", "{what}");
+    }
 }
 
 /// Whether the output is byte-identical to the reference; if not, prints the
@@ -90,8 +78,7 @@ fn kflags() -> [&'static str; 2] {
 
 #[test]
 fn corpus_modules_equal_pahole() {
-    let (Some(c), Some(r)) = (corpus(), reference()) else {
-        println!("skipping: corpus or pahole reference files not found");
+    let Some((c, r)) = corpus_and_reference() else {
         return;
     };
     for m in ["vsock_loopback", "nf_conntrack", "nf_tables"] {
@@ -109,53 +96,28 @@ fn corpus_modules_equal_pahole() {
 
 #[test]
 fn corpus_vmlinux_kernel_flags_equal_pahole() {
-    let (Some(c), Some(r)) = (corpus(), reference()) else {
-        println!("skipping: corpus or pahole reference files not found");
-        return;
-    };
-    if let Some(v) = encode_and_compare(
+    vmlinux_equals(
         &kflags(),
-        &c.join("vmlinux"),
-        &r.join("vmlinux-cloud.kernel-flags.btf"),
-        None,
-    ) {
-        assert_eq!(v, "equal", "vmlinux, kernel flags");
-    }
+        "vmlinux-cloud.kernel-flags.btf",
+        "vmlinux, kernel flags",
+    );
 }
 
 #[test]
 fn corpus_vmlinux_global_var_equal_pahole() {
-    let (Some(c), Some(r)) = (corpus(), reference()) else {
-        println!("skipping: corpus or pahole reference files not found");
-        return;
-    };
     let flags = format!("{KFLAGS},global_var");
-    if let Some(v) = encode_and_compare(
+    vmlinux_equals(
         &[&flags, "--lang_exclude=rust"],
-        &c.join("vmlinux"),
-        &r.join("vmlinux-cloud.global_var.btf"),
-        None,
-    ) {
-        assert_eq!(v, "equal", "vmlinux, global_var");
-    }
+        "vmlinux-cloud.global_var.btf",
+        "vmlinux, global_var",
+    );
 }
 
 /// Plain `pahole -J`: per-CPU variables, no consistency check (27 more FUNCs), no
 /// kfunc tags.
 #[test]
 fn corpus_vmlinux_no_flags_equal_pahole() {
-    let (Some(c), Some(r)) = (corpus(), reference()) else {
-        println!("skipping: corpus or pahole reference files not found");
-        return;
-    };
-    if let Some(v) = encode_and_compare(
-        &[],
-        &c.join("vmlinux"),
-        &r.join("vmlinux-cloud.no-flags.btf"),
-        None,
-    ) {
-        assert_eq!(v, "equal", "vmlinux, no flags");
-    }
+    vmlinux_equals(&[], "vmlinux-cloud.no-flags.btf", "vmlinux, no flags");
 }
 
 /// Features we do not implement are refused, never silently ignored.

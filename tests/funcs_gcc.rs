@@ -3,35 +3,12 @@
 //! with a constant-propagated parameter, a plain function with an unused
 //! parameter, per-CPU-like and global variables. Skips when gcc or ld is missing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod corpus_util;
+use corpus_util::{run, scratch};
 
 use dwarf2btf::btf::{Btf, TypeKind};
 use dwarf2btf::encode::Features;
 use dwarf2btf::pipeline::{encode_file, Options};
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(cmd: &str, args: &[&str], dir: &Path) -> Option<()> {
-    let out = match Command::new(cmd).args(args).current_dir(dir).output() {
-        Ok(o) => o,
-        Err(e) => {
-            println!("skipping: cannot run {cmd}: {e}");
-            return None;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(())
-}
 
 const A_C: &str = r#"
 extern void sink(long);

@@ -123,13 +123,21 @@ fn ref_facts(btf: &Btf) -> RefFacts {
     }
 }
 
-#[test]
-fn vmlinux_function_table_covers_every_reference_func() {
-    let Some((corpus, reference)) = inputs("vmlinux-cloud.kernel-flags.btf") else {
-        return;
-    };
+/// The corpus vmlinux (path and mapping) and what the reference `name` holds, or
+/// `None` after a skip message.
+fn vmlinux_and_facts(name: &str) -> Option<(PathBuf, memmap2::Mmap, RefFacts)> {
+    let (corpus, reference) = inputs(name)?;
     let path = corpus.join("vmlinux");
     let data = map(&path);
+    let refb = btf::read::read_file(&reference, None).expect("reference");
+    Some((path, data, ref_facts(&refb)))
+}
+
+#[test]
+fn vmlinux_function_table_covers_every_reference_func() {
+    let Some((path, data, facts)) = vmlinux_and_facts("vmlinux-cloud.kernel-flags.btf") else {
+        return;
+    };
     let t0 = std::time::Instant::now();
     let syms = ElfSymbols::parse(&path, &data).expect("vmlinux symbols");
     let t1 = t0.elapsed();
@@ -140,8 +148,6 @@ fn vmlinux_function_table_covers_every_reference_func() {
         (t0.elapsed() - t1).as_secs_f64() * 1e3
     );
     assert!(!kf.is_empty());
-    let refb = btf::read::read_file(&reference, None).expect("reference");
-    let facts = ref_facts(&refb);
     let table = &syms.functions;
     eprintln!(
         "vmlinux: {} function names from {} symbols ({} .cold/.part pieces skipped); reference: {} FUNCs",
@@ -211,14 +217,10 @@ fn vmlinux_function_table_covers_every_reference_func() {
 
 #[test]
 fn vmlinux_percpu_objects_match_the_reference_datasec() {
-    let Some((corpus, reference)) = inputs("vmlinux-cloud.kernel-flags.btf") else {
+    let Some((path, data, facts)) = vmlinux_and_facts("vmlinux-cloud.kernel-flags.btf") else {
         return;
     };
-    let path = corpus.join("vmlinux");
-    let data = map(&path);
     let syms = ElfSymbols::parse(&path, &data).expect("vmlinux symbols");
-    let refb = btf::read::read_file(&reference, None).expect("reference");
-    let facts = ref_facts(&refb);
     let percpu = syms.percpu_section().expect(".data..percpu");
     let objects = syms.objects_in(percpu.index);
     let entries = &facts.datasecs[PERCPU_SECTION];
@@ -259,14 +261,10 @@ fn vmlinux_percpu_objects_match_the_reference_datasec() {
 
 #[test]
 fn vmlinux_global_var_sections_are_found_by_address() {
-    let Some((corpus, reference)) = inputs("vmlinux-cloud.global_var.btf") else {
+    let Some((path, data, facts)) = vmlinux_and_facts("vmlinux-cloud.global_var.btf") else {
         return;
     };
-    let path = corpus.join("vmlinux");
-    let data = map(&path);
     let syms = ElfSymbols::parse(&path, &data).expect("vmlinux symbols");
-    let refb = btf::read::read_file(&reference, None).expect("reference");
-    let facts = ref_facts(&refb);
     // Every DATASEC of global_var is a section pahole found by address, and its
     // VARs' offsets (address - section address) stay within it.
     for (name, entries) in &facts.datasecs {
@@ -286,14 +284,10 @@ fn vmlinux_global_var_sections_are_found_by_address() {
 
 #[test]
 fn vmlinux_kfuncs_are_the_reference_bpf_kfunc_tags() {
-    let Some((corpus, reference)) = inputs("vmlinux-cloud.kernel-flags.btf") else {
+    let Some((path, data, facts)) = vmlinux_and_facts("vmlinux-cloud.kernel-flags.btf") else {
         return;
     };
-    let path = corpus.join("vmlinux");
-    let data = map(&path);
     let kfuncs = Kfuncs::parse(&path, &data).expect("kfuncs");
-    let refb = btf::read::read_file(&reference, None).expect("reference");
-    let facts = ref_facts(&refb);
     check_kfuncs("vmlinux", &kfuncs, &facts);
     // no-flags has no decl tags at all.
     if let Some(nf) = ref_path("vmlinux-cloud.no-flags.btf") {

@@ -4,37 +4,12 @@
 //!
 //! Skips (with a message) when gcc or ld is missing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod corpus_util;
+use corpus_util::{run, scratch};
 
 use dwarf2btf::kfuncs::{Kfuncs, KF_FASTCALL};
 use dwarf2btf::symbols::ElfSymbols;
 use object::{Object, ObjectSymbol, SymbolKind};
-
-/// A fresh scratch folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs a tool; `None` (and a skip message) when it cannot be run at all.
-fn run(cmd: &str, args: &[&str], dir: &Path) -> Option<()> {
-    let out = match Command::new(cmd).args(args).current_dir(dir).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP: cannot run {cmd}: {e}");
-            return None;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(())
-}
 
 /// The STT_FUNC symbols of a file, read through `object`'s generic API (a second
 /// reader, independent of symbols.rs).

@@ -188,8 +188,14 @@ pub fn dedup_bytes_owned_encoded(btf: Btf, compat: Compat) -> Result<Vec<u8>, De
 
 fn dedup_owned(btf: Btf, compat: Compat, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
     let base = btf.base().cloned();
+    let e = engine::Engine::new(base.as_deref(), compat, false)?;
+    run_owned(e, btf, keep_strings)
+}
+
+/// Dedups `btf` with `e`, an engine already set up for its base, freeing `btf` as
+/// soon as its types are loaded.
+fn run_owned(mut e: engine::Engine, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
     let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
-    let mut e = engine::Engine::new(base.as_deref(), compat, false)?;
     if keep_strings {
         e.keep_strings_of(&btf);
     }
@@ -231,15 +237,7 @@ impl PreparedBase {
         if !btf.base().is_some_and(|b| Arc::ptr_eq(b, &self.base)) {
             return Err(DedupError::BaseMismatch);
         }
-        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
-        let mut e = self.engine.clone();
-        if keep_strings {
-            e.keep_strings_of(&btf);
-        }
-        let s = e.load_batch(&btf)?;
-        drop(btf);
-        e.process(s)?;
-        Ok(e.to_bytes(endian, &extra))
+        run_owned(self.engine.clone(), btf, keep_strings)
     }
 }
 
