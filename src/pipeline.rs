@@ -97,10 +97,11 @@ pub struct Tuning {
     /// run more threads than the machine has CPUs.
     pub workers: Option<usize>,
     /// Most units parsed but not yet encoded at once (default: 2 with one worker;
-    /// with more, the workers plus two, so that the workers keep parsing ahead while
-    /// the token holder encodes a large unit: about 7% less wall time at -j2 on the
-    /// corpus vmlinux than the workers alone. Each unit of window costs one parsed
-    /// unit's arena and its input pages, about 2.5 MB there).
+    /// with more, the workers plus one, so that the workers keep parsing ahead while
+    /// the token holder encodes a large unit: about 5% less wall time at -j2 on the
+    /// corpus vmlinux than the workers alone, in interleaved runs. Each unit of
+    /// window costs one parsed unit's arena and its input pages, about 2 MB there;
+    /// plus two gained no more time).
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
@@ -240,7 +241,7 @@ fn encode_units(
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning
         .window
-        .unwrap_or(if workers > 1 { workers + 2 } else { 2 });
+        .unwrap_or(if workers > 1 { workers + 1 } else { 2 });
     let mut release = InputRelease::new(&input);
     let stage = sink.take().map(|d| DedupStage::new(d, workers > 1));
     // Emptied arenas, for the next units: a unit's data is freed in one step when it
