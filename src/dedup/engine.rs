@@ -136,8 +136,6 @@ pub struct Engine {
     base_strs: Option<StrIndex>,
     str_start: u32,
     cand_buf: Vec<u32>,
-    /// The caller's string offset → ours, kept across `load_types` batches.
-    str_memo: FxHashMap<u32, u32>,
     /// Kept id of each type of the last incremental batch (see `Engine::process`).
     last_kept: Vec<u32>,
     eq_stack: Vec<(u32, u32)>,
@@ -206,7 +204,6 @@ impl Engine {
             base_strs: None,
             str_start: 0,
             cand_buf: Vec::new(),
-            str_memo: FxHashMap::default(),
             last_kept: Vec::new(),
             eq_stack: Vec::new(),
             ref_stack: Vec::new(),
@@ -392,27 +389,11 @@ impl Engine {
         }
         let s = self.n_ids();
         self.strs.reserve(batch.strings().len());
-        self.load(batch.types(), Src::Btf(batch), s, false)?;
+        self.load(batch.types(), Src::Btf(batch), s)?;
         Ok(s)
     }
 
-    /// [`Engine::load_batch`] for types held apart from their strings: `types` are
-    /// numbered from `strings.first_id()` as if they were `strings`' own types, and
-    /// their names are offsets into `strings` (whose own types are ignored). This lets
-    /// an encoder hand over one unit's types while keeping its string section, which
-    /// must only grow from one call to the next (an offset names the same string in
-    /// every call): the offset → our offset memo is kept across calls.
-    pub fn load_types(&mut self, types: &[Type], strings: &Btf) -> Result<u32, DedupError> {
-        if strings.base_type_count() != self.base_types || strings.base_str_len() != self.str_start
-        {
-            return Err(DedupError::BaseMismatch);
-        }
-        let s = self.n_ids();
-        self.load(types, Src::Btf(strings), s, true)?;
-        Ok(s)
-    }
-
-    /// [`Engine::load_types`] for an encoder's batch whose string offsets are kept as
+    /// [`Engine::load_batch`] for an encoder's batch whose string offsets are kept as
     /// they are: `types` are numbered from `first_id`, and their names are offsets
     /// (each string once) into the encoder's section, which ends at `str_end` so
     /// far. The caller writes that section with the result.
@@ -426,7 +407,7 @@ impl Engine {
             return Err(DedupError::BaseMismatch);
         }
         let s = self.n_ids();
-        self.load(types, Src::Encoded { first_id, str_end }, s, false)?;
+        self.load(types, Src::Encoded { first_id, str_end }, s)?;
         Ok(s)
     }
 
@@ -453,13 +434,7 @@ impl Engine {
 
     /// Appends `batch`'s records with ids renumbered from `s` and strings moved into
     /// our string set (libbpf's `btf_dedup_strings`, in the same visiting order).
-    fn load(
-        &mut self,
-        types: &[Type],
-        batch: Src<'_>,
-        s: u32,
-        keep_memo: bool,
-    ) -> Result<(), DedupError> {
+    fn load(&mut self, types: &[Type], batch: Src<'_>, s: u32) -> Result<(), DedupError> {
         let base = self.base_types;
         let own = types.len() as u32;
         let last_local = base + own;
@@ -469,12 +444,8 @@ impl Engine {
         self.offs.reserve(n);
         self.map.reserve(n);
         self.hypot.reserve(n);
-        // A caller whose string section only grows keeps the memo from one batch to
-        // the next (`load_types`); otherwise each batch starts afresh.
-        let mut memo = match keep_memo {
-            true => std::mem::take(&mut self.str_memo),
-            false => FxHashMap::default(),
-        };
+        // Most string offsets recur within a batch (member names).
+        let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
         for (i, t) in types.iter().enumerate() {
             let id = s + i as u32;
             let start = w.len();
@@ -545,9 +516,6 @@ impl Engine {
             });
         }
         self.w = w;
-        if keep_memo {
-            self.str_memo = memo;
-        }
         self.hypot.resize((s + own) as usize, UNPROCESSED);
         Ok(())
     }

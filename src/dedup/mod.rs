@@ -266,18 +266,6 @@ impl Incremental {
         self.engine.add_batch(batch)
     }
 
-    /// [`Incremental::add`] for one batch of `types` kept apart from their strings:
-    /// they are numbered from `strings.first_id()` and name offsets into `strings`
-    /// (see `Engine::load_types`).
-    pub fn add_types(
-        &mut self,
-        types: &[crate::btf::Type],
-        strings: &Btf,
-    ) -> Result<(), DedupError> {
-        let s = self.engine.load_types(types, strings)?;
-        self.engine.process(s)
-    }
-
     /// [`Incremental::add`] for one unit of an encoder that keeps one string section
     /// for every unit, holding each string once: `types` are numbered from the
     /// base's end on and name offsets into that section, which ends at `str_end`
@@ -345,24 +333,6 @@ impl Incremental {
         let set = self.snapshot()?;
         let bytes = self.final_pass().dedup_bytes(&set)?;
         crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
-    }
-
-    /// [`Incremental::finish`] straight to raw bytes in `endian` with `header_extra`
-    /// past the 24-byte header (as [`dedup_bytes_owned`]), freeing the incremental
-    /// state before the final pass runs.
-    pub fn finish_bytes(
-        self,
-        endian: crate::btf::Endian,
-        header_extra: &[u8],
-    ) -> Result<Vec<u8>, DedupError> {
-        let kept = self.engine.to_bytes(endian, header_extra);
-        let fin = self.final_pass();
-        drop(self.engine);
-        let mut set =
-            crate::btf::read::parse(&kept, self.base.clone()).map_err(DedupError::Output)?;
-        drop(kept);
-        set.set_header_extra(header_extra.to_vec());
-        fin.dedup_bytes_owned(set)
     }
 }
 

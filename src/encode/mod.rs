@@ -98,7 +98,7 @@ impl EncoderState {
 
     /// Hands over the types encoded since the last call and empties the BTF of types,
     /// keeping its strings and the string index: with units deduplicated one by one
-    /// (`dedup::Incremental::add_types`), the BTF then never holds more than one unit.
+    /// (`dedup::Incremental::add_encoded`), the BTF then never holds more than one unit.
     /// Ids restart after the base. The array index type is the one type id kept from
     /// one unit to the next, so a copy of its INT becomes the first type of the next
     /// batch and the index type points at it; the copy equals a type already handed
