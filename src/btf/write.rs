@@ -2,17 +2,49 @@
 
 use super::*;
 
-struct Out {
+/// A raw BTF blob being written: the header first, then the type words, then the
+/// strings. The writer here and dedup's output (which holds flat records) both use it.
+pub struct RawWriter {
     buf: Vec<u8>,
     endian: Endian,
 }
 
-impl Out {
-    fn u32(&mut self, v: u32) {
+impl RawWriter {
+    /// Starts a blob in `endian` whose type section is `type_len` bytes and string
+    /// section `str_len` bytes, with `header_extra` past the classic 24-byte header.
+    pub fn new(endian: Endian, header_extra: &[u8], type_len: usize, str_len: usize) -> Self {
+        let hdr_len = read::HEADER_LEN + header_extra.len();
+        let mut o = RawWriter {
+            buf: Vec::with_capacity(hdr_len + type_len + str_len),
+            endian,
+        };
+        let magic = match endian {
+            Endian::Little => read::BTF_MAGIC.to_le_bytes(),
+            Endian::Big => read::BTF_MAGIC.to_be_bytes(),
+        };
+        o.buf.extend_from_slice(&magic);
+        o.buf.push(read::BTF_VERSION);
+        o.buf.push(0);
+        for v in [hdr_len, 0, type_len, type_len, str_len] {
+            o.word(v as u32);
+        }
+        o.buf.extend_from_slice(header_extra);
+        o
+    }
+
+    /// Appends one word of the type section.
+    #[inline]
+    pub fn word(&mut self, v: u32) {
         match self.endian {
             Endian::Little => self.buf.extend_from_slice(&v.to_le_bytes()),
             Endian::Big => self.buf.extend_from_slice(&v.to_be_bytes()),
         }
+    }
+
+    /// Appends the string section and returns the blob.
+    pub fn finish(mut self, strings: &[u8]) -> Vec<u8> {
+        self.buf.extend_from_slice(strings);
+        self.buf
     }
 }
 
@@ -44,61 +76,63 @@ pub fn size_or_type(t: &TypeKind) -> u32 {
     }
 }
 
-fn write_type(o: &mut Out, t: &Type) {
-    o.u32(t.name.0);
-    o.u32(info_word(&t.kind));
-    o.u32(size_or_type(&t.kind));
+/// Calls `f` with each 32-bit word of `t`'s raw record, in order.
+#[inline]
+pub fn record_words(t: &Type, mut f: impl FnMut(u32)) {
+    f(t.name.0);
+    f(info_word(&t.kind));
+    f(size_or_type(&t.kind));
     match &t.kind {
         TypeKind::Int {
             encoding,
             offset,
             bits,
             ..
-        } => o.u32((*encoding as u32) << 24 | (*offset as u32) << 16 | *bits as u32),
+        } => f((*encoding as u32) << 24 | (*offset as u32) << 16 | *bits as u32),
         TypeKind::Array {
             elem_type,
             index_type,
             nelems,
         } => {
-            o.u32(elem_type.0);
-            o.u32(index_type.0);
-            o.u32(*nelems);
+            f(elem_type.0);
+            f(index_type.0);
+            f(*nelems);
         }
         TypeKind::Struct(c) | TypeKind::Union(c) => {
             for m in &c.members {
-                o.u32(m.name.0);
-                o.u32(m.type_id.0);
-                o.u32(m.offset);
+                f(m.name.0);
+                f(m.type_id.0);
+                f(m.offset);
             }
         }
         TypeKind::Enum { values, .. } => {
             for v in values {
-                o.u32(v.name.0);
-                o.u32(v.value);
+                f(v.name.0);
+                f(v.value);
             }
         }
         TypeKind::Enum64 { values, .. } => {
             for v in values {
-                o.u32(v.name.0);
-                o.u32(v.value as u32);
-                o.u32((v.value >> 32) as u32);
+                f(v.name.0);
+                f(v.value as u32);
+                f((v.value >> 32) as u32);
             }
         }
         TypeKind::FuncProto { params, .. } => {
             for p in params {
-                o.u32(p.name.0);
-                o.u32(p.type_id.0);
+                f(p.name.0);
+                f(p.type_id.0);
             }
         }
-        TypeKind::Var { linkage, .. } => o.u32(*linkage),
+        TypeKind::Var { linkage, .. } => f(*linkage),
         TypeKind::Datasec { entries, .. } => {
             for e in entries {
-                o.u32(e.type_id.0);
-                o.u32(e.offset);
-                o.u32(e.size);
+                f(e.type_id.0);
+                f(e.offset);
+                f(e.size);
             }
         }
-        TypeKind::DeclTag { component_idx, .. } => o.u32(*component_idx as u32),
+        TypeKind::DeclTag { component_idx, .. } => f(*component_idx as u32),
         _ => {}
     }
 }
@@ -106,27 +140,14 @@ fn write_type(o: &mut Out, t: &Type) {
 /// Serializes `btf` (its own types and strings; a split BTF's base is not included).
 pub fn to_bytes(btf: &Btf) -> Vec<u8> {
     let type_len: usize = btf.types().iter().map(Type::record_len).sum();
-    let hdr_len = read::HEADER_LEN + btf.header_extra().len();
-    let mut o = Out {
-        buf: Vec::with_capacity(hdr_len + type_len + btf.strings().len()),
-        endian: btf.endian(),
-    };
-    let magic = match btf.endian() {
-        Endian::Little => read::BTF_MAGIC.to_le_bytes(),
-        Endian::Big => read::BTF_MAGIC.to_be_bytes(),
-    };
-    o.buf.extend_from_slice(&magic);
-    o.buf.push(read::BTF_VERSION);
-    o.buf.push(0);
-    o.u32(hdr_len as u32);
-    o.u32(0);
-    o.u32(type_len as u32);
-    o.u32(type_len as u32);
-    o.u32(btf.strings().len() as u32);
-    o.buf.extend_from_slice(btf.header_extra());
+    let mut o = RawWriter::new(
+        btf.endian(),
+        btf.header_extra(),
+        type_len,
+        btf.strings().len(),
+    );
     for t in btf.types() {
-        write_type(&mut o, t);
+        record_words(t, |v| o.word(v));
     }
-    o.buf.extend_from_slice(btf.strings());
-    o.buf
+    o.finish(btf.strings())
 }

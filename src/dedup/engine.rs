@@ -11,7 +11,8 @@ use super::fxhash::FxHashMap;
 use super::strset::{StrIndex, StrSet};
 use super::table::CandTable;
 use super::{Compat, DedupError};
-use crate::btf::{read, Btf, Endian, StrOffset, Type};
+use crate::btf::write::RawWriter;
+use crate::btf::{Btf, Endian, StrOffset, Type};
 
 /// A type not looked at yet.
 const UNPROCESSED: u32 = u32::MAX;
@@ -1139,34 +1140,11 @@ impl Engine {
     ) -> Vec<u8> {
         let first = self.base_types + 1;
         let type_words = &self.w[self.offs[first as usize] as usize..];
-        let type_len = type_words.len() * 4;
-        let hdr_len = 24 + header_extra.len();
-        let mut buf = Vec::with_capacity(hdr_len + type_len + strs.len());
-        let put = |buf: &mut Vec<u8>, v: u32| match endian {
-            Endian::Little => buf.extend_from_slice(&v.to_le_bytes()),
-            Endian::Big => buf.extend_from_slice(&v.to_be_bytes()),
-        };
-        match endian {
-            Endian::Little => buf.extend_from_slice(&read::BTF_MAGIC.to_le_bytes()),
-            Endian::Big => buf.extend_from_slice(&read::BTF_MAGIC.to_be_bytes()),
-        }
-        buf.push(read::BTF_VERSION);
-        buf.push(0);
-        for v in [
-            hdr_len as u32,
-            0,
-            type_len as u32,
-            type_len as u32,
-            strs.len() as u32,
-        ] {
-            put(&mut buf, v);
-        }
-        buf.extend_from_slice(header_extra);
+        let mut o = RawWriter::new(endian, header_extra, type_words.len() * 4, strs.len());
         for &v in type_words {
-            put(&mut buf, v);
+            o.word(v);
         }
-        buf.extend_from_slice(strs);
-        buf
+        o.finish(strs)
     }
 }
 

@@ -2,8 +2,8 @@
 //! for base and own types. Dedup compares and rewrites fields in place, as libbpf
 //! does on its raw buffer: flat records keep that cheap and cache-friendly.
 
-use crate::btf::write::{info_word, size_or_type};
-use crate::btf::{Type, TypeKind};
+use crate::btf::write::record_words;
+use crate::btf::Type;
 
 pub const K_INT: u32 = 1;
 pub const K_PTR: u32 = 2;
@@ -26,51 +26,9 @@ pub const K_TYPE_TAG: u32 = 18;
 pub const K_ENUM64: u32 = 19;
 
 /// Appends the record of `t` to `w`.
+#[inline]
 pub fn push_type(w: &mut Vec<u32>, t: &Type) {
-    w.push(t.name.0);
-    w.push(info_word(&t.kind));
-    w.push(size_or_type(&t.kind));
-    match &t.kind {
-        TypeKind::Int {
-            encoding,
-            offset,
-            bits,
-            ..
-        } => w.push((*encoding as u32) << 24 | (*offset as u32) << 16 | *bits as u32),
-        TypeKind::Array {
-            elem_type,
-            index_type,
-            nelems,
-        } => w.extend_from_slice(&[elem_type.0, index_type.0, *nelems]),
-        TypeKind::Struct(c) | TypeKind::Union(c) => {
-            for m in &c.members {
-                w.extend_from_slice(&[m.name.0, m.type_id.0, m.offset]);
-            }
-        }
-        TypeKind::Enum { values, .. } => {
-            for v in values {
-                w.extend_from_slice(&[v.name.0, v.value]);
-            }
-        }
-        TypeKind::Enum64 { values, .. } => {
-            for v in values {
-                w.extend_from_slice(&[v.name.0, v.value as u32, (v.value >> 32) as u32]);
-            }
-        }
-        TypeKind::FuncProto { params, .. } => {
-            for p in params {
-                w.extend_from_slice(&[p.name.0, p.type_id.0]);
-            }
-        }
-        TypeKind::Var { linkage, .. } => w.push(*linkage),
-        TypeKind::Datasec { entries, .. } => {
-            for e in entries {
-                w.extend_from_slice(&[e.type_id.0, e.offset, e.size]);
-            }
-        }
-        TypeKind::DeclTag { component_idx, .. } => w.push(*component_idx as u32),
-        _ => {}
-    }
+    record_words(t, |v| w.push(v));
 }
 
 /// The kind in an `info` word.
