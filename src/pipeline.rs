@@ -345,17 +345,16 @@ enum FuncsInit<'s> {
 impl FuncsInit<'_> {
     /// The encoder, waiting for its thread the first time.
     fn get(&mut self, input: &std::path::Path) -> Result<&mut FuncEncoder, Error> {
-        if let FuncsInit::Pending(_) = self {
-            let FuncsInit::Pending(job) = std::mem::replace(self, FuncsInit::Failed) else {
-                unreachable!("checked just above")
-            };
-            let built = job.join().unwrap_or_else(|_| {
-                Err(Error::file(
-                    input,
-                    "internal error: reading the symbols panicked",
-                ))
-            })?;
-            *self = FuncsInit::Ready(Box::new(built));
+        if matches!(self, FuncsInit::Pending(_)) {
+            if let FuncsInit::Pending(job) = std::mem::replace(self, FuncsInit::Failed) {
+                let built = job.join().unwrap_or_else(|_| {
+                    Err(Error::file(
+                        input,
+                        "internal error: reading the symbols panicked",
+                    ))
+                })?;
+                *self = FuncsInit::Ready(Box::new(built));
+            }
         }
         match self {
             FuncsInit::Ready(f) => Ok(f),
