@@ -205,3 +205,13 @@ pub fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
     }
     updated.success().then_some(out)
 }
+
+/// A test that cannot run for want of `what` (an input, a tool): under
+/// `DWARF2BTF_REQUIRE_DATA=1`, as CI sets it, that is a failure; otherwise it prints
+/// `SKIP: what` and the caller returns.
+pub fn skip(what: &str) {
+    if std::env::var_os("DWARF2BTF_REQUIRE_DATA").is_some_and(|v| v == "1") {
+        panic!("required test input missing: {what} (DWARF2BTF_REQUIRE_DATA=1)");
+    }
+    eprintln!("SKIP: {what}");
+}
