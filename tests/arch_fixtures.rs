@@ -10,7 +10,8 @@
 //! big-endian BTF (s390x), u64 parameters over two registers and their
 //! DW_OP_piece location lists (32-bit ARM), the argument registers of each
 //! machine (ppc64el's, RISC-V's), clang's parameter checks and its long
-//! `DW_OP_bregN … DW_OP_stack_value` expressions.
+//! `DW_OP_bregN … DW_OP_stack_value` expressions, RISC-V modules' paired
+//! (label difference) relocations.
 //!
 //! The goldens depend on the compilers' exact output: they were made with
 //! Debian 12's gcc 12.2 cross compilers and clang 14, which `.ci/run` installs.
@@ -69,6 +70,7 @@ const BUILDS: &[Build] = &[
     object("ppc64el-gcc-module", "powerpc64le-linux-gnu-gcc", &[]),
     linked("arm64-gcc", "aarch64-linux-gnu-gcc", &[]),
     linked("riscv64-gcc", "riscv64-linux-gnu-gcc", &[]),
+    object("riscv64-gcc-module", "riscv64-linux-gnu-gcc", &[]),
     linked("x86_64-clang", "clang", &[]),
     object("x86_64-clang-module", "clang", &[]),
     linked("i386-clang", "clang", &["--target=i686-linux-gnu"]),
@@ -80,6 +82,7 @@ const BUILDS: &[Build] = &[
         &["--target=powerpc64le-linux-gnu"],
     ),
     linked("arm64-clang", "clang", &["--target=aarch64-linux-gnu"]),
+    linked("riscv64-clang", "clang", &["--target=riscv64-linux-gnu"]),
 ];
 
 fn fixtures() -> PathBuf {
