@@ -899,10 +899,8 @@ pub fn write_sections_in_place(path: &Path, sections: &[(&str, Vec<u8>)]) -> Res
             ElfWriteError::NotElf("empty file".into()).to_string(),
         ));
     }
-    // SAFETY: the mapping is read-only and lives only during this call. The file is an
-    // input of the build that nothing else should modify meanwhile; we never write to it
-    // (the result goes to a new file that is renamed over it).
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    // The result goes to a new file renamed over this one: the mapping is never written.
+    let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
     let refs: Vec<(&str, &[u8])> = sections.iter().map(|(n, d)| (*n, d.as_slice())).collect();
     let plan = build_plan(&map, &refs).map_err(|e| Error::file(path, e.to_string()))?;
     crate::output::write_atomic_with(&real, |f| {

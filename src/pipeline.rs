@@ -605,8 +605,7 @@ fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder
 /// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
 fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    // SAFETY: read-only private mapping, only read while this function runs.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
     let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
