@@ -40,6 +40,9 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_deque::{Injector, Steal};
 
+mod stage;
+pub use stage::{ordered_stage, Feeder, Stopped};
+
 /// Which callback failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
@@ -47,6 +50,8 @@ pub enum Stage {
     Produce,
     /// `consume`, running on the token holder.
     Consume,
+    /// The step of an [`ordered_stage`].
+    Step,
 }
 
 impl fmt::Display for Stage {
@@ -54,6 +59,7 @@ impl fmt::Display for Stage {
         f.write_str(match self {
             Stage::Produce => "produce",
             Stage::Consume => "consume",
+            Stage::Step => "ordered stage",
         })
     }
 }

@@ -25,9 +25,9 @@ impl Rng {
 }
 
 /// Injected panics start with this; the hook keeps them off stderr.
-const INJECTED: &str = "injected panic";
+pub(crate) const INJECTED: &str = "injected panic";
 
-fn quiet_injected_panics() {
+pub(crate) fn quiet_injected_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
