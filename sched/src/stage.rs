@@ -182,21 +182,12 @@ mod tests {
     use super::*;
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::mpsc;
     use std::time::Duration;
 
-    /// Runs `f` on a thread and fails the test if it has not finished in 20 s: a hang
-    /// is the failure these tests look for.
+    /// Fails the test if `f` has not finished in 20 s: a hang is the failure these
+    /// tests look for.
     fn within_time<X: Send + 'static>(f: impl FnOnce() -> X + Send + 'static) -> X {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
-        });
-        match rx.recv_timeout(Duration::from_secs(20)) {
-            Ok(Ok(x)) => x,
-            Ok(Err(panic)) => std::panic::resume_unwind(panic),
-            Err(_) => panic!("the stage hung"),
-        }
+        crate::tests::within(20, f)
     }
 
     /// Pushes `0..n`, draining now and then, and returns every result in order.
