@@ -52,10 +52,7 @@ impl ElfInput {
     /// file if it cannot be read, is not an ELF file, or has no `.debug_info`.
     pub fn open(path: &Path) -> Result<ElfInput, Error> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        // SAFETY: the mapping is read-only and private; we only read it. If another
-        // process truncates the file while we run we may get SIGBUS, as every tool
-        // that maps its input (pahole through libelf included) may.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
         let data: &[u8] = &map;
         if data.len() < 4 || data[..4] != *b"\x7fELF" {
             return Err(Error::file(path, "not an ELF file"));

@@ -19,8 +19,8 @@
 //! each build and checks the golden against it; add `DWARF2BTF_BLESS=1` to
 //! rewrite the goldens from it.
 
-mod corpus_util;
-use corpus_util::{scratch, skip, KFLAGS};
+mod common;
+use common::{scratch, skip, KFLAGS};
 
 use dwarf2btf::btf::{dump, read, write, Endian};
 use std::path::{Path, PathBuf};
