@@ -50,15 +50,20 @@ pub fn root() -> &'static Path {
 /// The project's `shared` folder: `$DWARF2BTF_SHARED`, else the nearest `shared`
 /// beside the checkout or one of its parents (a worktree lies deeper).
 pub fn shared() -> Option<PathBuf> {
-    let found = std::env::var_os("DWARF2BTF_SHARED")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(root().ancestors().skip(1).map(|a| a.join("shared")))
-        .find(|d| d.join("tools/btfcmp.py").is_file());
+    let found = shared_candidates().find(|d| d.join("tools/btfcmp.py").is_file());
     if found.is_none() {
         skip("the shared folder (set DWARF2BTF_SHARED)");
     }
     found
+}
+
+/// Where the `shared` folder may be: `$DWARF2BTF_SHARED`, then `shared` beside each
+/// folder above the checkout, nearest first.
+fn shared_candidates() -> impl Iterator<Item = PathBuf> {
+    std::env::var_os("DWARF2BTF_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(root().ancestors().skip(1).map(|a| a.join("shared")))
 }
 
 /// `btfcmp.py` of the shared tools.
@@ -99,10 +104,7 @@ pub fn vmlinux() -> Option<PathBuf> {
 pub fn reference() -> Option<PathBuf> {
     let dir = match std::env::var_os("DWARF2BTF_REFERENCE") {
         Some(d) => Some(PathBuf::from(d)),
-        None => std::env::var_os("DWARF2BTF_SHARED")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain(root().ancestors().skip(1).map(|a| a.join("shared")))
+        None => shared_candidates()
             .map(|s| s.join("reference/pahole-1.31"))
             .find(|d| d.is_dir()),
     }
