@@ -385,6 +385,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn riscv_label_differences() {
+        use object::elf::*;
+        let op = |t| RiscvOp::of(t).unwrap();
+        // end - start in a 4-byte field: ADD32 end, then SUB32 start.
+        let mut b = [0u8; 4];
+        op(R_RISCV_ADD32).apply(&mut b, 0, 0x1050, true).unwrap();
+        op(R_RISCV_SUB32).apply(&mut b, 0, 0x1010, true).unwrap();
+        assert_eq!(b, [0x40, 0, 0, 0]);
+        // DW_CFA_advance_loc: the low 6 bits only.
+        let mut b = [0x40 | 0x3f];
+        op(R_RISCV_SET6).apply(&mut b, 0, 0x12, true).unwrap();
+        op(R_RISCV_SUB6).apply(&mut b, 0, 0x02, true).unwrap();
+        assert_eq!(b, [0x40 | 0x10]);
+        // A ULEB128 keeps its length: 300 in two bytes, minus 44.
+        let mut b = [0x80, 0x00, 0x7f];
+        op(R_RISCV_SET_ULEB128).apply(&mut b, 0, 300, true).unwrap();
+        assert_eq!(b, [0xac, 0x02, 0x7f]);
+        op(R_RISCV_SUB_ULEB128).apply(&mut b, 0, 44, true).unwrap();
+        assert_eq!(b, [0x80, 0x02, 0x7f]);
+        assert!(
+            op(R_RISCV_ADD64).apply(&mut b, 0, 1, true).is_none(),
+            "out of range"
+        );
+        assert!(RiscvOp::of(R_RISCV_CALL_PLT).is_none());
+    }
+
+    #[test]
     fn uint_round_trip() {
         let mut b = [0u8; 4];
         write_uint(&mut b, 0x1234_5678, true);
