@@ -9,6 +9,7 @@
 //! comparison (`types_match`) looks only at names and shapes, which dedup keeps, so
 //! it gives the same answers on either.
 
+use super::skips::{FuncSkip, SkipReason};
 use super::vars::VarSections;
 use super::{EncodeError, EncoderState, Features};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
@@ -84,6 +85,8 @@ pub struct FuncEncoder {
     /// Per-unit scratch: for each parameter (as in `param_index` order), the
     /// concrete parameter whose location it shares.
     share: Vec<Option<(u32, u32)>>,
+    /// Functions left out and merge disagreements, in pahole's order (`--verbose`).
+    skips: Vec<FuncSkip>,
 }
 
 impl FuncEncoder {
@@ -131,6 +134,7 @@ impl FuncEncoder {
             param_index: Vec::new(),
             share: Vec::new(),
             unmapped: Default::default(),
+            skips: Vec::new(),
         })
     }
 
@@ -166,11 +170,12 @@ impl FuncEncoder {
     }
 
     /// Emits the saved functions in name order, then one DATASEC per section with
-    /// variables. Call after the last unit, before dedup.
-    pub fn finish(mut self, st: &mut EncoderState) -> Result<(), EncodeError> {
+    /// variables. Call after the last unit, before dedup. Returns why functions
+    /// were left out (pahole's `--verbose` lines, in its order).
+    pub fn finish(mut self, st: &mut EncoderState) -> Result<Vec<FuncSkip>, EncodeError> {
         self.emit_funcs(st)?;
         self.vars.finish(st);
-        Ok(())
+        Ok(self.skips)
     }
 
     fn save_funcs(&mut self, cu: &CuTypes<'_>, st: &mut EncoderState) {
@@ -404,13 +409,27 @@ impl FuncEncoder {
             } else {
                 first
             };
-            let skip = first.flags & UNEXPECTED_REG != 0
-                || (features.consistent_func && first.flags & INCONSISTENT != 0)
-                || first.flags & UNCERTAIN_PARM_LOC != 0
-                || first.flags & REORDERED_PARM != 0
-                || skip_optimized(&canonical)
-                || ef.ambiguous_addr;
-            if !skip {
+            // pahole tests in this order and names the last reason that holds.
+            let reasons = [
+                (first.flags & UNEXPECTED_REG != 0, SkipReason::UnexpectedReg),
+                (
+                    features.consistent_func && first.flags & INCONSISTENT != 0,
+                    SkipReason::Inconsistent,
+                ),
+                (
+                    first.flags & UNCERTAIN_PARM_LOC != 0,
+                    SkipReason::UncertainParmLoc,
+                ),
+                (first.flags & REORDERED_PARM != 0, SkipReason::ReorderedParm),
+                (skip_optimized(&canonical), SkipReason::OptimizedParms),
+                (ef.ambiguous_addr, SkipReason::AmbiguousAddr),
+            ];
+            if let Some((_, reason)) = reasons.into_iter().rev().find(|(on, _)| *on) {
+                self.skips.push(FuncSkip {
+                    name: ef.name().to_string(),
+                    reason,
+                });
+            } else {
                 let kfunc = if features.decl_tag_kfuncs {
                     self.kfuncs.get(ef.name())
                 } else {
@@ -427,10 +446,15 @@ impl FuncEncoder {
     fn combine(&mut self, btf: &Btf, a: usize, b: usize) {
         const SHARED: u8 = UNEXPECTED_REG | INCONSISTENT | UNCERTAIN_PARM_LOC | REORDERED_PARM;
         let mut shared = (self.saved[a].flags | self.saved[b].flags) & SHARED;
-        if shared & (UNEXPECTED_REG | INCONSISTENT | REORDERED_PARM) == 0
-            && !self.funcs_match(btf, &self.saved[a], &self.saved[b])
-        {
-            shared |= INCONSISTENT;
+        if shared & (UNEXPECTED_REG | INCONSISTENT | REORDERED_PARM) == 0 {
+            if let Some(reason) = self.funcs_mismatch(btf, &self.saved[a], &self.saved[b]) {
+                let name = self.syms.functions.get(self.saved[a].func as usize).name();
+                self.skips.push(FuncSkip {
+                    name: name.to_string(),
+                    reason,
+                });
+                shared |= INCONSISTENT;
+            }
         }
         for k in [a, b] {
             self.saved[k].flags = self.saved[k].flags & !SHARED | shared;
@@ -438,16 +462,27 @@ impl FuncEncoder {
     }
 
     /// pahole's `funcs__match`: same parameter count, matching return and
-    /// parameter types (names are not compared).
-    fn funcs_match(&self, btf: &Btf, a: &SavedFunc, b: &SavedFunc) -> bool {
-        if a.parms_len != b.parms_len || !types_match(btf, a.ret, b.ret) {
-            return false;
+    /// parameter types (names are not compared); None if they match, else the
+    /// first difference.
+    fn funcs_mismatch(&self, btf: &Btf, a: &SavedFunc, b: &SavedFunc) -> Option<SkipReason> {
+        if a.parms_len != b.parms_len {
+            return Some(SkipReason::ParamCount(a.parms_len, b.parms_len));
+        }
+        if !types_match(btf, a.ret, b.ret) {
+            return Some(SkipReason::ReturnType);
         }
         let pa = &self.parms[a.parms_start as usize..][..a.parms_len as usize];
         let pb = &self.parms[b.parms_start as usize..][..b.parms_len as usize];
-        pa.iter()
+        let i = pa
+            .iter()
             .zip(pb)
-            .all(|(x, y)| types_match(btf, x.type_id, y.type_id))
+            .position(|(x, y)| !types_match(btf, x.type_id, y.type_id))?;
+        let name = |p: &Param| btf.str_at(p.name).into_owned();
+        Some(SkipReason::ParamType {
+            index: i + 1,
+            first: name(&pa[i]),
+            other: name(&pb[i]),
+        })
     }
 
     /// FUNC_PROTO, FUNC, the function's decl tags, then the kfunc tags.

@@ -7,11 +7,13 @@
 
 mod features;
 pub mod funcs;
+mod skips;
 mod strings;
 mod vars;
 
-pub use features::Features;
+pub use features::{supported_list, FeatureArgs, Features, UnsupportedFeature};
 pub use funcs::FuncEncoder;
+pub use skips::{FuncSkip, SkipReason};
 
 use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,

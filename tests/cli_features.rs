@@ -1,0 +1,89 @@
+//! pahole's feature syntax and `--verbose` on the corpus vmlinux, against the
+//! references of pahole master (`features/` of the references): a list starting
+//! with `+` (the defaults plus its items), an unknown feature (ignored, or refused
+//! with pahole's message and status under `--btf_features_strict`), and the
+//! function-skip lines of `--verbose`.
+
+mod corpus_util;
+use corpus_util::{corpus, encode_detached, reference, skip, tmp, KFLAGS};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn inputs() -> Option<(PathBuf, PathBuf)> {
+    let (Some(c), Some(r)) = (corpus(), reference()) else {
+        skip("the corpus or pahole's reference files");
+        return None;
+    };
+    Some((c.join("vmlinux"), r))
+}
+
+fn same_bytes(ours: &std::path::Path, reference: &std::path::Path) {
+    let a = std::fs::read(ours).unwrap();
+    let b = std::fs::read(reference).unwrap();
+    let _ = std::fs::remove_file(ours);
+    assert!(a == b, "not the bytes of {}", reference.display());
+}
+
+#[test]
+fn plus_list_is_the_defaults_and_its_items() {
+    let Some((vmlinux, r)) = inputs() else { return };
+    let out = encode_detached(&["--btf_features=+reproducible_build"], &vmlinux, None);
+    same_bytes(
+        &out,
+        &r.join("features/vmlinux-cloud.plus-reproducible_build.btf"),
+    );
+}
+
+#[test]
+fn unknown_feature_is_ignored_unless_strict() {
+    let Some((vmlinux, r)) = inputs() else { return };
+    let list = format!("{KFLAGS},no_such_feature");
+    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    same_bytes(&out, &r.join("vmlinux-cloud.kernel-flags.btf"));
+
+    let strict = list.replace("--btf_features=", "--btf_features_strict=");
+    let out = tmp("strict.btf");
+    let res = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
+        .args(["-J", &strict])
+        .arg(format!("--btf_encode_detached={}", out.display()))
+        .arg(&vmlinux)
+        .output()
+        .unwrap();
+    assert_eq!(res.status.code(), Some(1), "pahole's EXIT_FAILURE");
+    assert!(res.stdout.is_empty());
+    let err = String::from_utf8_lossy(&res.stderr);
+    let want = format!(
+        "Feature 'no_such_feature' in '{}' is not supported.  Supported BTF features are:\n{}\n",
+        &list["--btf_features=".len()..],
+        dwarf2btf::encode::supported_list()
+    );
+    assert_eq!(err, want);
+    assert!(!out.exists(), "nothing is written");
+}
+
+#[test]
+fn verbose_prints_pahole_s_skip_lines() {
+    let Some((vmlinux, r)) = inputs() else { return };
+    let out = tmp("verbose.btf");
+    let res = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
+        .args(["-J", "-j2", "--verbose", KFLAGS, "--lang_exclude=rust"])
+        .arg(format!("--btf_encode_detached={}", out.display()))
+        .arg(&vmlinux)
+        .output()
+        .unwrap();
+    assert!(res.status.success());
+    same_bytes(&out, &r.join("vmlinux-cloud.kernel-flags.btf"));
+    let mut ours: Vec<String> = String::from_utf8(res.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let text =
+        std::fs::read_to_string(r.join("features/vmlinux-cloud.kernel-flags.verbose-skips.txt"))
+            .unwrap();
+    let mut want: Vec<String> = text.lines().map(str::to_string).collect();
+    assert_eq!(want.len(), 1065);
+    ours.sort();
+    want.sort();
+    assert_eq!(ours, want);
+}
