@@ -87,3 +87,31 @@ fn verbose_prints_pahole_s_skip_lines() {
     want.sort();
     assert_eq!(ours, want);
 }
+
+/// `layout` (what kernels ≥ 7.1 pass to pahole ≥ 1.32): the kind layout section in
+/// the vmlinux's BTF, none in a module's (split BTF shares its base's).
+#[test]
+fn layout_section_as_pahole_writes_it() {
+    let Some((vmlinux, r)) = inputs() else { return };
+    let list = format!("{KFLAGS},attributes,layout");
+    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    same_bytes(&out, &r.join("features/vmlinux-cloud.layout.btf"));
+    let ko = vmlinux.with_file_name("nf_tables.ko");
+    let out = encode_detached(&[&list, "--lang_exclude=rust"], &ko, Some(&vmlinux));
+    same_bytes(&out, &r.join("features/nf_tables.layout.btf"));
+    // A module over a base that has a layout section (a 7.1 kernel's vmlinux) is
+    // the module over the same types without one.
+    let with = r.join("features/vmlinux-cloud.layout.btf");
+    let without = r.join("features/vmlinux-cloud.attributes.btf");
+    let a = encode_detached(&[&list, "--lang_exclude=rust"], &ko, Some(&with));
+    let b = encode_detached(&[&list, "--lang_exclude=rust"], &ko, Some(&without));
+    same_bytes(&a, &b);
+}
+
+#[test]
+fn attributes_as_pahole_encodes_them() {
+    let Some((vmlinux, r)) = inputs() else { return };
+    let list = format!("{KFLAGS},attributes");
+    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    same_bytes(&out, &r.join("features/vmlinux-cloud.attributes.btf"));
+}

@@ -41,8 +41,8 @@ impl fmt::Display for Problem {
 }
 
 /// Checks the layout of a raw BTF blob's header the way the kernel does: the type
-/// section first at offset 0, the string section right after it and running to the
-/// end of the data, no gaps. (The reader has already checked magic, version, flags,
+/// section first at offset 0, then the kind layout section if there is one, the
+/// string section right after them and running to the end of the data, no gaps. (The reader has already checked magic, version, flags,
 /// the header length and that both sections lie inside the data.)
 pub fn check_layout(data: &[u8]) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -67,27 +67,40 @@ pub fn check_layout(data: &[u8]) -> Vec<Problem> {
         word(16) as u64,
         word(20) as u64,
     );
-    if big && hdr_len != read::HEADER_LEN as u64 {
-        // libbpf only byte-swaps the classic header.
+    if big && hdr_len != read::HEADER_LEN as u64 && hdr_len != read::LAYOUT_WORDS_END as u64 {
+        // libbpf ≥ 1.8 byte-swaps the classic header and the layout words, no more.
         bad(format!(
-            "big-endian BTF with a {hdr_len}-byte header (libbpf accepts only 24)"
+            "big-endian BTF with a {hdr_len}-byte header (libbpf swaps 24 or 32)"
         ));
     }
+    // libbpf ≥ 1.8's layout words (a 32-byte header).
+    let layout_len = if hdr_len >= read::LAYOUT_WORDS_END as u64 && data.len() >= 32 {
+        let (off, len) = (word(24) as u64, word(28) as u64);
+        if len != 0 && off != type_off as u64 + type_len {
+            bad(format!(
+                "kind layout section at offset {off}, not right after the type section ({})",
+                type_off as u64 + type_len
+            ));
+        }
+        len
+    } else {
+        0
+    };
     if type_off != 0 {
         bad(format!(
             "type section at offset {type_off}, not right after the header"
         ));
     }
-    if str_off != type_off as u64 + type_len {
+    if str_off != type_off as u64 + type_len + layout_len {
         bad(format!(
-            "string section at offset {str_off}, not right after the type section ({})",
-            type_off as u64 + type_len
+            "string section at offset {str_off}, not right after the type and layout sections ({})",
+            type_off as u64 + type_len + layout_len
         ));
     }
-    let total = hdr_len + type_len + str_len;
+    let total = hdr_len + type_len + layout_len + str_len;
     if total != data.len() as u64 {
         bad(format!(
-            "header, types and strings make {total} bytes but the data is {} bytes",
+            "header, types, layout and strings make {total} bytes but the data is {} bytes",
             data.len()
         ));
     }

@@ -97,10 +97,7 @@ impl FuncEncoder {
         kfuncs: Kfuncs,
         features: &Features,
     ) -> Result<FuncEncoder, String> {
-        for (on, name) in [
-            (features.true_signature, "true_signature"),
-            (features.layout, "layout"),
-        ] {
+        for (on, name) in [(features.true_signature, "true_signature")] {
             if on {
                 return Err(format!(
                     "--btf_features={name} is not supported by dwarf2btf yet"

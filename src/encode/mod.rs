@@ -43,7 +43,11 @@ const ALIAS: u32 = u32::MAX;
 impl EncoderState {
     /// A new encoder producing BTF over `base` (split BTF for modules).
     pub fn new(base: Option<Arc<Btf>>, features: Features, little_endian: bool) -> EncoderState {
+        // pahole adds the kind layout section to base BTF only: split BTF shares its
+        // base's.
+        let layout = (features.layout && base.is_none()).then(crate::btf::layout::libbpf_table);
         let mut btf = Btf::new(base);
+        btf.set_layout(layout);
         // libbpf ≥ 1.8 (pahole 1.31's) writes a 32-byte header: the classic 24 bytes
         // and two zero `layout` words. Dedup keeps the input's header length.
         btf.set_header_extra(vec![0; 8]);
