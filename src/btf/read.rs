@@ -195,7 +195,7 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         None
     } else {
         let data = section(layout_off, layout_len, "kind layout")?;
-        if layout_off % 4 != 0 || layout_len as usize % layout::RECORD_LEN != 0 {
+        if layout_off % 4 != 0 || !(layout_len as usize).is_multiple_of(layout::RECORD_LEN) {
             return Err(BtfError::BadHeader(format!(
                 "kind layout section {layout_off}+{layout_len} is not made of 4-aligned records"
             )));
