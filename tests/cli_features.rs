@@ -115,3 +115,13 @@ fn attributes_as_pahole_encodes_them() {
     let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
     same_bytes(&out, &r.join("features/vmlinux-cloud.attributes.btf"));
 }
+
+/// `true_signature` (what a proposed kbuild change passes to pahole ≥ 1.31): clones
+/// at their own addresses encoded under their own names, with their parameters.
+#[test]
+fn true_signature_as_pahole_encodes_it() {
+    let Some((vmlinux, r)) = inputs() else { return };
+    let list = format!("{KFLAGS},attributes,true_signature");
+    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    same_bytes(&out, &r.join("features/vmlinux-cloud.true_signature.btf"));
+}

@@ -176,6 +176,19 @@ fn valid_identifier(s: &[u8]) -> bool {
     s.len() <= MAX_NAME_LEN && s.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
+/// A FUNC name: an identifier, or one with `.` past the first character, which
+/// kernels since 6.5 accept in every identifier (`__btf_name_char_ok`) and
+/// `true_signature` gives optimized clones (`foo.isra.0`).
+fn valid_func_name(s: &[u8]) -> bool {
+    match s.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {}
+        _ => return false,
+    }
+    s.len() <= MAX_NAME_LEN
+        && s.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.')
+}
+
 /// `btf_name_valid_section`: non-empty, printable ASCII, at most `MAX_NAME_LEN` bytes.
 fn valid_section_name(s: &[u8]) -> bool {
     !s.is_empty() && s.len() <= MAX_NAME_LEN && s.iter().all(|c| (0x20..0x7f).contains(c))
@@ -354,7 +367,7 @@ impl<'a> Validator<'a> {
                 }
             }
             TypeKind::Func { proto, linkage } => {
-                if !valid_identifier(name) {
+                if !valid_func_name(name) {
                     self.problem(format!(
                         "FUNC name '{}' is not a valid identifier",
                         self.show(t.name)

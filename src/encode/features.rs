@@ -116,18 +116,10 @@ impl Features {
     }
 }
 
-/// Features pahole knows that the encoder refuses (not implemented yet).
-pub const UNIMPLEMENTED: &[&str] = &["true_signature"];
-
-/// What `--supported_btf_features` prints: every feature we implement, in pahole's
-/// order and format (comma-separated).
+/// What `--supported_btf_features` prints: every feature (we implement all that
+/// pahole knows), in pahole's order and format (comma-separated).
 pub fn supported_list() -> String {
-    NAMES
-        .iter()
-        .map(|(n, _)| *n)
-        .filter(|n| !UNIMPLEMENTED.contains(n))
-        .collect::<Vec<_>>()
-        .join(",")
+    NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(",")
 }
 
 /// A strict list named a feature we do not know: pahole's message, which lists the
@@ -314,7 +306,7 @@ mod tests {
         assert_eq!(e.list, "var,no_such");
         let msg = e.to_string();
         assert!(msg.starts_with("Feature 'no_such' in 'var,no_such' is not supported.  Supported BTF features are:\nencode_force,var,"), "{msg}");
-        assert!(msg.ends_with(",attributes,layout"), "{msg}");
+        assert!(msg.ends_with(",attributes,true_signature,layout"), "{msg}");
         // A `default` item is allowed in a strict list; `all` is not.
         assert!(parse(&[("var,default", true)]).is_ok());
         assert!(parse(&[("all", true)]).is_err());

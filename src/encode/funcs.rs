@@ -50,6 +50,9 @@ struct SavedFunc {
     annots_len: u16,
     /// The flag bits above.
     flags: u8,
+    /// With `true_signature`: the symbol at `addr` whose name has a `.` suffix (an
+    /// index in the function's symbols), which names the FUNC of the clone.
+    true_sym: Option<u16>,
 }
 
 /// Where one unit's records are (see [`FuncEncoder::remap_unit`]).
@@ -87,6 +90,9 @@ pub struct FuncEncoder {
     share: Vec<Option<(u32, u32)>>,
     /// Functions left out and merge disagreements, in pahole's order (`--verbose`).
     skips: Vec<FuncSkip>,
+    /// Per-function scratch: whether each parameter is optimized out (no location,
+    /// or a location that is not a register), as [`FuncEncoder::analyze`] found.
+    gone: Vec<bool>,
 }
 
 impl FuncEncoder {
@@ -97,13 +103,6 @@ impl FuncEncoder {
         kfuncs: Kfuncs,
         features: &Features,
     ) -> Result<FuncEncoder, String> {
-        for (on, name) in [(features.true_signature, "true_signature")] {
-            if on {
-                return Err(format!(
-                    "--btf_features={name} is not supported by dwarf2btf yet"
-                ));
-            }
-        }
         let (regs, one_slot): (&'static [u8], bool) = match syms.machine {
             elf::EM_X86_64 => (&[5, 4, 1, 2, 8, 9], false),
             elf::EM_AARCH64 | elf::EM_ARM => (&[0, 1, 2, 3, 4, 5, 6, 7], false),
@@ -132,6 +131,7 @@ impl FuncEncoder {
             share: Vec::new(),
             unmapped: Default::default(),
             skips: Vec::new(),
+            gone: Vec::new(),
         })
     }
 
@@ -210,7 +210,12 @@ impl FuncEncoder {
             }
             let ret = st.type_id(cu, func_ret(cu, f));
             let parms_start = self.parms.len() as u32;
-            for p in f.params {
+            let reordered = flags & REORDERED_PARM != 0;
+            for (k, p) in f.params.iter().enumerate() {
+                // pahole: with reordered parameters, those optimized out are gone.
+                if reordered && self.gone[k] {
+                    continue;
+                }
                 let (pname, pty) = self.param_origin(cu, p);
                 let name = st.intern(pname);
                 self.parms.push(Param {
@@ -238,6 +243,11 @@ impl FuncEncoder {
                 annots_start,
                 annots_len: (self.annots.len() as u32 - annots_start) as u16,
                 flags,
+                true_sym: if st.features().true_signature {
+                    true_sym(ef, f.low_pc)
+                } else {
+                    None
+                },
             });
         }
     }
@@ -307,9 +317,11 @@ impl FuncEncoder {
 
     /// pahole's per-function location analysis (docs §4): `optimized_parms`,
     /// `unexpected_reg` and `reordered_parm`.
-    fn analyze(&self, cu: &CuTypes<'_>, f: &FuncDie<'_>) -> u8 {
+    fn analyze(&mut self, cu: &CuTypes<'_>, f: &FuncDie<'_>) -> u8 {
         let (mut optimized, mut unexpected, mut reordered, mut has_struct) =
             (false, false, false, false);
+        self.gone.clear();
+        self.gone.resize(f.params.len(), false);
         let mut reg_idx = 0usize;
         for (i, p) in f.params.iter().enumerate() {
             let mut q = p;
@@ -339,13 +351,17 @@ impl FuncEncoder {
                     continue;
                 }
                 match loc_reg(cu, q.loc) {
-                    None => optimized = true,
+                    None => {
+                        optimized = true;
+                        self.gone[i] = true;
+                    }
                     Some(r) if r != self.regs[reg_idx] => unexpected = true,
                     Some(_) => {}
                 }
                 reg_idx += slots;
             } else {
                 optimized = true;
+                self.gone[i] = true;
                 reg_idx += slots;
             }
         }
@@ -395,11 +411,26 @@ impl FuncEncoder {
                 j += 1;
             }
             let ef = syms.functions.get(self.saved[i].func as usize);
+            // pahole's `add_true_signature`: the first unit's view at a clone's
+            // address whose parameters fentry can trust is encoded under the clone's
+            // name (`foo.isra.0`), instead of all that follows (no skip reasons, no
+            // kfunc tags).
+            if features.true_signature {
+                let clone = self.saved[i..j].iter().find(|s| {
+                    s.true_sym.is_some() && s.flags & (UNEXPECTED_REG | UNCERTAIN_PARM_LOC) == 0
+                });
+                if let Some(&s) = clone {
+                    let name = &ef.syms[s.true_sym.map_or(0, usize::from)].name;
+                    self.emit_one(st, &s, name, None, &features)?;
+                    i = j;
+                    continue;
+                }
+            }
             let first = self.saved[i];
             let canonical = if j - i > 1 {
                 let run = &self.saved[i..j];
                 run.iter()
-                    .find(|s| ef.has_sym_at(s.addr) && !skip_optimized(s))
+                    .find(|s| ef.has_sym_at(s.addr) && !skip_optimized(s, &features))
                     .or_else(|| run.iter().find(|s| ef.has_sym_at(s.addr)))
                     .copied()
                     .unwrap_or(first)
@@ -418,7 +449,10 @@ impl FuncEncoder {
                     SkipReason::UncertainParmLoc,
                 ),
                 (first.flags & REORDERED_PARM != 0, SkipReason::ReorderedParm),
-                (skip_optimized(&canonical), SkipReason::OptimizedParms),
+                (
+                    skip_optimized(&canonical, &features),
+                    SkipReason::OptimizedParms,
+                ),
                 (ef.ambiguous_addr, SkipReason::AmbiguousAddr),
             ];
             if let Some((_, reason)) = reasons.into_iter().rev().find(|(on, _)| *on) {
@@ -583,9 +617,22 @@ fn arena_ptr(st: &mut EncoderState, id: TypeId) -> Option<TypeId> {
 }
 
 /// pahole's "skip optimized": optimized-out parameters at the address of a clone
-/// symbol (without `true_signature`; `signature_changed` is clang-only).
-fn skip_optimized(s: &SavedFunc) -> bool {
-    s.flags & OPTIMIZED_PARMS != 0 && s.flags & OPTIMIZED_SYMBOL != 0
+/// symbol, unless `true_signature` encodes clones under their own names
+/// (`signature_changed` is clang-only).
+fn skip_optimized(s: &SavedFunc, features: &Features) -> bool {
+    !features.true_signature && s.flags & OPTIMIZED_PARMS != 0 && s.flags & OPTIMIZED_SYMBOL != 0
+}
+
+/// pahole's true-signature symbol: the first symbol (in `.symtab` order) at exactly
+/// `addr` whose name has a `.` (`foo.isra.0`), if any.
+fn true_sym(ef: &crate::symbols::ElfFunction, addr: u64) -> Option<u16> {
+    if addr == 0 {
+        return None;
+    }
+    ef.syms
+        .iter()
+        .position(|s| s.addr == addr && s.name.contains('.'))
+        .map(|i| i as u16)
 }
 
 /// A subprogram's name: its own, else its abstract origin's, else its
