@@ -9,10 +9,10 @@
 //! the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
 
 // The corpus locator, GNU time and the four-copy kernel, shared with the tests.
-#[path = "../tests/corpus_util/mod.rs"]
-mod corpus_util;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-use corpus_util::{corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
+use common::{corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

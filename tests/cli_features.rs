@@ -4,16 +4,14 @@
 //! with pahole's message and status under `--btf_features_strict`), and the
 //! function-skip lines of `--verbose`.
 
-mod corpus_util;
-use corpus_util::{corpus, encode_detached, reference, skip, tmp, KFLAGS};
+mod common;
+use common::{corpus_and_reference, encode_detached, tmp, KFLAGS};
 use std::path::PathBuf;
 use std::process::Command;
 
+/// The corpus vmlinux and pahole's references (the locators skip without them).
 fn inputs() -> Option<(PathBuf, PathBuf)> {
-    let (Some(c), Some(r)) = (corpus(), reference()) else {
-        skip("the corpus or pahole's reference files");
-        return None;
-    };
+    let (c, r) = corpus_and_reference()?;
     Some((c.join("vmlinux"), r))
 }
 

@@ -7,6 +7,9 @@
 //! types it refers to spelled out (named structs, unions and typedefs by name), one
 //! line per type, sorted. Set `DWARF2BTF_BLESS=1` to rewrite the expected files.
 
+mod common;
+use common::skip;
+
 use dwarf2btf::btf::{Btf, TypeId, TypeKind};
 use dwarf2btf::encode::Features;
 use dwarf2btf::pipeline::{encode_file, Options};
@@ -35,7 +38,7 @@ fn compile(cc: &str, args: &[&str], src: &Path, tag: &str) -> Option<PathBuf> {
         Ok(s) if s.success() => Some(out),
         Ok(s) => panic!("{cc} {args:?} failed on {}: {s}", src.display()),
         Err(_) => {
-            println!("skipping {cc}: not installed");
+            skip(&format!("{cc} is not installed"));
             None
         }
     }
@@ -198,21 +201,26 @@ fn render(btf: &Btf) -> String {
 
 /// Checks `fixture` compiled each way against `STEM.CC.expected` (gcc and clang
 /// name base types differently, so each compiler has its own file; all its
-/// variants must give the same BTF).
+/// variants must give the same BTF), or `STEM.CC-ARCH.expected` for a
+/// `--target=ARCH-…` (targets differ in the signedness of `char`).
 fn check(fixture: &str, variants: &[(&str, &[&str])]) {
     let src = fixtures().join(fixture);
     let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
     let mut ran = 0;
     let mut blessed = std::collections::HashSet::new();
     for (cc, args) in variants {
-        let exp_path = fixtures().join(format!("{stem}.{cc}.expected"));
+        let key = match args.iter().find_map(|a| a.strip_prefix("--target=")) {
+            Some(t) => format!("{cc}-{}", t.split('-').next().unwrap_or(t)),
+            None => cc.to_string(),
+        };
+        let exp_path = fixtures().join(format!("{stem}.{key}.expected"));
         let Some(obj) = compile(cc, args, &src, &format!("{cc}{}", args.join(""))) else {
             continue;
         };
         let btf = encode(&obj, Features::from_list("default"));
         let _ = std::fs::remove_file(&obj);
         let got = render(&btf);
-        if std::env::var_os("DWARF2BTF_BLESS").is_some() && blessed.insert(*cc) {
+        if std::env::var_os("DWARF2BTF_BLESS").is_some() && blessed.insert(key.clone()) {
             std::fs::write(&exp_path, &got).unwrap();
         }
         let want = std::fs::read_to_string(&exp_path).unwrap();
@@ -334,7 +342,7 @@ fn compressed_sections_same_btf() {
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
-            println!("skipping {kind}: objcopy cannot compress with it");
+            skip(&format!("objcopy cannot compress with {kind}"));
             continue;
         }
         let data = std::fs::read(&out).unwrap();

@@ -4,8 +4,8 @@
 //! renumbering, which says what differs), then byte for byte. Skips with a
 //! message when the corpus, the reference files or python3 are absent.
 
-mod corpus_util;
-use corpus_util::{btfcmp_verdict, corpus_and_reference, encode_detached, KFLAGS};
+mod common;
+use common::*;
 use std::path::Path;
 
 /// Encodes `input` with `flags`, compares the whole output with `reference` and
