@@ -10,6 +10,7 @@
 //! it gives the same answers on either.
 
 use super::skips::{FuncSkip, SkipReason};
+use super::true_sig;
 use super::vars::VarSections;
 use super::{EncodeError, EncoderState, Features};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
@@ -157,6 +158,16 @@ pub struct FuncEncoder {
     /// Per-function scratch: whether each parameter is optimized out (no location,
     /// or one that is not a register), as [`FuncEncoder::analyze`] found.
     gone: Vec<bool>,
+    /// Per-function scratch, with `true_signature` where clang changed the
+    /// signature: the parameters not passed (dropped from the prototype) …
+    ts_drop: Vec<bool>,
+    /// … the byte offset of the one field of an aggregate parameter that reaches a
+    /// register (which names the parameter `PARAM__FIELD`) …
+    ts_member: Vec<Option<u64>>,
+    /// … and whether the parameter is passed as that field (takes its type).
+    ts_apply: Vec<bool>,
+    /// The `true_signature` feature.
+    true_signature: bool,
 }
 
 impl FuncEncoder {
@@ -191,6 +202,10 @@ impl FuncEncoder {
             unmapped: Default::default(),
             skips: Vec::new(),
             gone: Vec::new(),
+            ts_drop: Vec::new(),
+            ts_member: Vec::new(),
+            ts_apply: Vec::new(),
+            true_signature: features.true_signature,
         })
     }
 
@@ -270,16 +285,30 @@ impl FuncEncoder {
             let ret = st.type_id(cu, func_ret(cu, f));
             let parms_start = self.parms.len() as u32;
             let reordered = flags & REORDERED_PARM != 0;
+            let true_sig = st.features().true_signature && flags & SIGNATURE_CHANGED != 0;
             for (k, p) in f.params.iter().enumerate() {
-                // pahole: with reordered parameters, those optimized out are gone.
-                if reordered && self.gone[k] {
+                // pahole: with reordered parameters, those optimized out are gone;
+                // a true signature has only the parameters passed.
+                if (reordered && self.gone[k]) || (true_sig && self.ts_drop[k]) {
                     continue;
                 }
                 let (pname, pty) = self.param_origin(cu, p);
-                let name = st.intern(pname);
+                // pahole names the parameter after the field it found even where
+                // it does not pass the parameter as that field.
+                let field = self.ts_member[k]
+                    .filter(|_| true_sig)
+                    .and_then(|off| true_sig::member_at(cu, p.ty, off));
+                let (name, ty) = match field {
+                    Some((mname, mty)) => {
+                        let full = [pname.bytes(), b"__", mname.bytes()].concat();
+                        let ty = if self.ts_apply[k] { mty } else { pty };
+                        (st.intern(Name::new(&full)), ty)
+                    }
+                    None => (st.intern(pname), pty),
+                };
                 self.parms.push(Param {
                     name,
-                    type_id: st.type_id(cu, pty),
+                    type_id: st.type_id(cu, ty),
                 });
             }
             if f.varargs {
@@ -434,6 +463,12 @@ impl FuncEncoder {
         let mut gone = std::mem::take(&mut self.gone);
         gone.clear();
         gone.extend(locs.iter().map(|l| !l.has_loc));
+        self.ts_drop.clear();
+        self.ts_drop.resize(locs.len(), false);
+        self.ts_member.clear();
+        self.ts_member.resize(locs.len(), None);
+        self.ts_apply.clear();
+        self.ts_apply.resize(locs.len(), false);
         for (i, p) in f.params.iter().enumerate() {
             if p.origin.0 != 0 {
                 if let Some((_, oi)) = self.param_at(cu, p.origin) {
@@ -451,7 +486,22 @@ impl FuncEncoder {
             }
         };
         let mut reg_idx = 0usize;
-        if cu.producer_clang && !changed {
+        if changed && self.true_signature {
+            // The signature is rewritten from the locations (its own rules).
+            unexpected = analyze_true_sig(
+                abi,
+                locs,
+                cu,
+                f,
+                &mut self.ts_drop,
+                &mut self.ts_member,
+                &mut self.ts_apply,
+            );
+            for (g, d) in gone.iter_mut().zip(&self.ts_drop) {
+                *g |= *d;
+            }
+            optimized = gone.iter().any(|&g| g);
+        } else if cu.producer_clang && !changed {
             // clang, signature unchanged: each register must be one of the
             // parameter's slots (`function__match_clang_parameter_locations`).
             for l in locs {
@@ -713,6 +763,95 @@ impl FuncEncoder {
         }
         Ok(())
     }
+}
+
+/// `function__analyze_parameter_locations` with `true_signature`, for a function
+/// whose signature clang changed: parameters passed as constants or not at all
+/// are dropped (`ts_drop`), one passed on the stack or in no known register is
+/// unexpected, and an aggregate of which one field reaches a register is that
+/// field (`ts_member`). Returns whether a register was unexpected.
+fn analyze_true_sig(
+    abi: &Abi,
+    locs: &[ParamLoc],
+    cu: &CuTypes<'_>,
+    f: &FuncDie<'_>,
+    drop: &mut [bool],
+    member: &mut [Option<u64>],
+    apply: &mut [bool],
+) -> bool {
+    let addr = cu.address_size as u64;
+    let slots = |l: &ParamLoc| {
+        if !abi.agg_two_regs || l.size <= addr || addr == 0 {
+            1
+        } else {
+            l.size.div_ceil(addr).max(1) as usize
+        }
+    };
+    // `ftype__next_parameter_preserves_slots`: the next parameter is in the
+    // register that follows this one's slots.
+    let next_in_place = |k: usize, reg_idx: usize, n: usize| {
+        let next = reg_idx + n;
+        locs.get(k + 1)
+            .and_then(|l| l.reg)
+            .is_some_and(|r| next < abi.nr_regs && abi.expected(next) == Some(r))
+    };
+    let mut unexpected = false;
+    let mut reg_idx = 0usize;
+    for (k, (l, p)) in locs.iter().zip(f.params).enumerate() {
+        let available = reg_idx < abi.nr_regs;
+        let n = slots(l);
+        let wide = abi.agg_two_regs && l.size > addr;
+        let fx = true_sig::facts(cu, p.loc, wide, addr);
+        // Recorded while the location is read (`parameter__finish_piece_decode`).
+        if l.has_loc {
+            member[k] = fx
+                .single_field(addr)
+                .filter(|&off| !p.name.is_empty() && true_sig::member_at(cu, p.ty, off).is_some());
+        }
+        let mut consumes = true;
+        if l.has_loc {
+            if fx.const_value {
+                drop[k] = true;
+                consumes = false;
+            } else if !available {
+                consumes = false;
+            } else if fx.stack {
+                if l.in_memory {
+                    consumes = false;
+                } else {
+                    unexpected = true;
+                }
+            } else if l.reg.is_none() || abi.expected(reg_idx).is_some_and(|e| Some(e) != l.reg) {
+                unexpected = true;
+            } else if fx.has_pieces() {
+                if fx.full() {
+                    reg_idx += n;
+                    continue;
+                }
+                if next_in_place(k, reg_idx, n) {
+                    member[k] = None;
+                    reg_idx += n;
+                    continue;
+                }
+                if member[k].is_some() {
+                    apply[k] = true;
+                    reg_idx += 1;
+                    continue;
+                }
+            }
+        } else {
+            if available && next_in_place(k, reg_idx, n) {
+                reg_idx += n;
+                continue;
+            }
+            drop[k] = true;
+            consumes = false;
+        }
+        if consumes {
+            reg_idx += if l.in_memory { 1 } else { n };
+        }
+    }
+    unexpected
 }
 
 /// Appends a DECL_TAG.

@@ -9,6 +9,7 @@ mod features;
 pub mod funcs;
 mod skips;
 pub mod strings;
+mod true_sig;
 mod vars;
 
 pub use features::{supported_list, FeatureArgs, Features, UnsupportedFeature};
