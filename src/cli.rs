@@ -17,7 +17,7 @@ const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [-V|--verbose] [--bt
                      [--btf_features_strict=LIST] [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] \
                      [--dedup=auto|incremental|one-shot] FILE\n       \
                      dwarf2btf -J [OPTIONS] --btf_base BASE MODULE.ko… (many modules, in parallel)\n       \
-                     dwarf2btf --version (answers as pahole: v1.31) | --supported_btf_features\n       \
+                     dwarf2btf --version (answers as pahole: v1.32) | --supported_btf_features\n       \
                      dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
                      dwarf2btf validate FILE [--base-btf BASE]\n       \
                      dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
@@ -43,9 +43,11 @@ pub fn main(args: Vec<OsString>) -> i32 {
 }
 
 /// The version `--version` answers: the pahole release whose output we reproduce.
-/// The kernel's `scripts/pahole-version.sh` turns `v1.31` into `131` and picks the
-/// flags it passes accordingly.
-pub const PAHOLE_VERSION: &str = "v1.31";
+/// The kernel's `scripts/pahole-version.sh` turns `v1.32` into `132` and picks the
+/// flags it passes accordingly. v1.32: every BTF feature of pahole master (the reference build, v1.31 + 38
+/// commits, with `layout` and `true_signature`) is implemented and gives its bytes,
+/// and kernels ≥ 7.1 pass `layout` only to pahole ≥ 1.32 (README, "Version").
+pub const PAHOLE_VERSION: &str = "v1.32";
 
 /// A pahole-syntax command line, parsed.
 #[derive(Clone, Debug)]

@@ -30,7 +30,7 @@ fn pahole_version_as_the_kernel_reads_it() {
                 .arg("sh")
                 .arg(exe),
         );
-        assert_eq!(out, "131\n", "{}", exe.display());
+        assert_eq!(out, "132\n", "{}", exe.display());
     }
     // Through PATH, as `PAHOLE=pahole` finds it.
     let path = format!(
@@ -39,7 +39,7 @@ fn pahole_version_as_the_kernel_reads_it() {
         std::env::var("PATH").unwrap_or_default()
     );
     let out = run_clean(Command::new("pahole").env("PATH", path).arg("--version"));
-    assert_eq!(out, "v1.31\n");
+    assert_eq!(out, "v1.32\n");
 }
 
 #[test]
