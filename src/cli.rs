@@ -231,6 +231,14 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
             }
             "--reproducible_build" => features.features_mut().reproducible_build = true,
             "--btf_attributes" => features.features_mut().attributes = true,
+            // Short switches bundled as argp takes them (`-JV`).
+            _ if key.len() > 2
+                && !key.starts_with("--")
+                && key[1..].chars().all(|c| c == 'J' || c == 'V') =>
+            {
+                encode |= key.contains('J');
+                verbose |= key.contains('V');
+            }
             _ if key.starts_with("-j") && !key.starts_with("--") => {
                 jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?;
                 jobs_given = true;
@@ -660,6 +668,10 @@ mod tests {
                 assert!(verbose && opts.features.var);
                 assert_eq!(notes, ["Ignoring unsupported feature 'b'"]);
             }
+            other => panic!("{other:?}"),
+        }
+        match cmdline(&["-JV", "x"]).unwrap() {
+            PaholeCommand::Encode { verbose, .. } => assert!(verbose),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
