@@ -45,6 +45,9 @@ pub struct ElfInput {
     sections: HashMap<&'static str, SectionData>,
     little_endian: bool,
     relocatable: bool,
+    /// The symbol table and section headers, when they had to be read to open the
+    /// file (a relocatable object's section layout); the encoder reuses them.
+    symbols: Option<std::sync::Arc<crate::symbols::ElfSymbols>>,
 }
 
 impl ElfInput {
@@ -63,15 +66,17 @@ impl ElfInput {
         let little_endian = obj.is_little_endian();
         // pahole reads modules through libdwfl, which relocates their DWARF with
         // the section addresses it lays out itself: use the same addresses.
-        let layout: Vec<u64> = if relocatable {
-            crate::symbols::ElfSymbols::parse(path, data)?
-                .sections
-                .iter()
-                .map(|s| s.addr)
-                .collect()
+        let symbols = if relocatable {
+            Some(std::sync::Arc::new(crate::symbols::ElfSymbols::parse(
+                path, data,
+            )?))
         } else {
-            Vec::new()
+            None
         };
+        let layout: Vec<u64> = symbols
+            .iter()
+            .flat_map(|syms| syms.sections.iter().map(|s| s.addr))
+            .collect();
         let mut sections = HashMap::new();
         for &name in DEBUG_SECTIONS {
             let Some(sec) = obj.section_by_name(name) else {
@@ -88,6 +93,7 @@ impl ElfInput {
             sections,
             little_endian,
             relocatable,
+            symbols,
         };
         if input.section(".debug_info").is_empty() {
             return Err(Error::file(
@@ -120,6 +126,12 @@ impl ElfInput {
             Some(SectionData::Owned(v)) => v,
             None => &[],
         }
+    }
+
+    /// The symbol table and section headers if opening the file read them (a
+    /// relocatable object), so they are not parsed twice.
+    pub fn parsed_symbols(&self) -> Option<std::sync::Arc<crate::symbols::ElfSymbols>> {
+        self.symbols.clone()
     }
 
     /// The whole mapped file.

@@ -507,7 +507,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The function/variable encoder for `input`: its ELF symbols and, with
 /// `decl_tag_kfuncs`, its kfunc sets, read once.
 fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
-    let syms = crate::symbols::ElfSymbols::parse(input.path(), input.bytes())?;
+    let syms = match input.parsed_symbols() {
+        Some(syms) => syms,
+        None => Arc::new(crate::symbols::ElfSymbols::parse(
+            input.path(),
+            input.bytes(),
+        )?),
+    };
     let kfuncs = if features.decl_tag_kfuncs {
         crate::kfuncs::Kfuncs::parse(input.path(), input.bytes())?
     } else {
@@ -523,7 +529,7 @@ fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder
             }
         }
     }
-    FuncEncoder::new(Arc::new(syms), kfuncs, features).map_err(Error::Msg)
+    FuncEncoder::new(syms, kfuncs, features).map_err(Error::Msg)
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a

@@ -14,43 +14,13 @@
 //! SKIP, or fails under `DWARF2BTF_REQUIRE_KERNELS=1`; CI covers the same
 //! constructs with tests/arch_fixtures.rs.
 
-mod corpus_util;
-use corpus_util::{reference, scratch, KFLAGS};
+mod common;
+use common::{clang_kernel, debian_kernel, reference, scratch, KFLAGS};
 
 use dwarf2btf::btf::{read, write, Btf, Endian};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-
-/// `$VAR`, else `~/DEFAULT`.
-fn dir_from(var: &str, default: &str) -> PathBuf {
-    std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(default)
-    })
-}
-
-/// Skips (or, under `DWARF2BTF_REQUIRE_KERNELS=1`, fails) for a missing input.
-fn missing(what: &str) {
-    if std::env::var_os("DWARF2BTF_REQUIRE_KERNELS").is_some_and(|v| v == "1") {
-        panic!("required kernel input missing: {what} (DWARF2BTF_REQUIRE_KERNELS=1)");
-    }
-    eprintln!("SKIP: {what}");
-}
-
-/// The input folder and the reference folder of a case, if both are there.
-fn case(inputs: PathBuf, refs: Option<PathBuf>, files: &[&str]) -> Option<(PathBuf, PathBuf)> {
-    let Some(refs) = refs.filter(|r| r.join("vmlinux.btf").exists()) else {
-        missing("pahole's references (shared/reference/pahole-1.31)");
-        return None;
-    };
-    for f in files {
-        if !inputs.join(f).exists() {
-            missing(&inputs.join(f).display().to_string());
-            return None;
-        }
-    }
-    Some((inputs, refs))
-}
 
 fn ours() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dwarf2btf"))
@@ -114,8 +84,7 @@ fn tools_accept(file: &Path, base: Option<&Path>, dir: &Path) {
     };
     run(ours(), &with("validate"));
     let our_dump = run(ours(), &with("dump"));
-    if Command::new("bpftool").arg("version").output().is_err() {
-        missing("bpftool (to compare dwarf2btf dump with)");
+    if !common::need("bpftool") {
         return;
     }
     // bpftool 7.1 refuses big-endian BTF with a header past 24 bytes: give it
@@ -184,9 +153,8 @@ fn check_case(name: &str, inputs: &Path, refs: &Path, modules: &[&str], module_b
 
 fn debian(arch: &str) {
     let refs = reference().map(|r| r.join("debian-6.1").join(arch));
-    let inputs = dir_from("DWARF2BTF_KERNELS", ".cache/dwarf2btf-kernels").join(arch);
-    let Some((inputs, refs)) = case(inputs, refs, &["vmlinux", "nf_conntrack.ko", "ext4.ko"])
-    else {
+    let files = ["vmlinux", "nf_conntrack.ko", "ext4.ko"];
+    let (Some(refs), Some(inputs)) = (refs, debian_kernel(arch, &files)) else {
         return;
     };
     check_case(arch, &inputs, &refs, &["nf_conntrack", "ext4"], true);
@@ -215,8 +183,8 @@ fn debian_ppc64el() {
 #[test]
 fn clang_without_lto() {
     let refs = reference().map(|r| r.join("clang/c1-clang"));
-    let inputs = dir_from("DWARF2BTF_CLANG", "clang").join("c1-clang");
-    let Some((inputs, refs)) = case(inputs, refs, &["vmlinux", "tcp_bic.ko", "tcp_bbr.ko"]) else {
+    let files = ["vmlinux", "tcp_bic.ko", "tcp_bbr.ko"];
+    let (Some(refs), Some(inputs)) = (refs, clang_kernel("c1-clang", &files)) else {
         return;
     };
     check_case("c1-clang", &inputs, &refs, &["tcp_bic", "tcp_bbr"], false);

@@ -50,15 +50,20 @@ pub fn root() -> &'static Path {
 /// The project's `shared` folder: `$DWARF2BTF_SHARED`, else the nearest `shared`
 /// beside the checkout or one of its parents (a worktree lies deeper).
 pub fn shared() -> Option<PathBuf> {
-    let found = std::env::var_os("DWARF2BTF_SHARED")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(root().ancestors().skip(1).map(|a| a.join("shared")))
-        .find(|d| d.join("tools/btfcmp.py").is_file());
+    let found = shared_candidates().find(|d| d.join("tools/btfcmp.py").is_file());
     if found.is_none() {
         skip("the shared folder (set DWARF2BTF_SHARED)");
     }
     found
+}
+
+/// Where the `shared` folder may be: `$DWARF2BTF_SHARED`, then `shared` beside each
+/// folder above the checkout, nearest first.
+fn shared_candidates() -> impl Iterator<Item = PathBuf> {
+    std::env::var_os("DWARF2BTF_SHARED")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(root().ancestors().skip(1).map(|a| a.join("shared")))
 }
 
 /// `btfcmp.py` of the shared tools.
@@ -99,10 +104,7 @@ pub fn vmlinux() -> Option<PathBuf> {
 pub fn reference() -> Option<PathBuf> {
     let dir = match std::env::var_os("DWARF2BTF_REFERENCE") {
         Some(d) => Some(PathBuf::from(d)),
-        None => std::env::var_os("DWARF2BTF_SHARED")
-            .map(PathBuf::from)
-            .into_iter()
-            .chain(root().ancestors().skip(1).map(|a| a.join("shared")))
+        None => shared_candidates()
             .map(|s| s.join("reference/pahole-1.31"))
             .find(|d| d.is_dir()),
     }
@@ -111,6 +113,45 @@ pub fn reference() -> Option<PathBuf> {
         skip("pahole's reference outputs (set DWARF2BTF_REFERENCE)");
     }
     dir
+}
+
+/// A large kernel download (not in CI) is missing: a failure under
+/// `DWARF2BTF_REQUIRE_KERNELS=1`, else `SKIP: what` (`DWARF2BTF_REQUIRE_DATA` alone
+/// does not require them).
+pub fn skip_kernel(what: &str) {
+    if std::env::var_os("DWARF2BTF_REQUIRE_KERNELS").is_some_and(|v| v == "1") {
+        panic!("required kernel input missing: {what} (DWARF2BTF_REQUIRE_KERNELS=1)");
+    }
+    eprintln!("SKIP: {what}");
+}
+
+/// Debian's kernel for `arch` (`shared/corpus/debian-kernel.sh ARCH`), if its
+/// `files` are in `$DWARF2BTF_KERNELS/ARCH` (default `~/.cache/dwarf2btf-kernels`);
+/// None after [`skip_kernel`].
+pub fn debian_kernel(arch: &str, files: &[&str]) -> Option<PathBuf> {
+    kernel_dir("DWARF2BTF_KERNELS", ".cache/dwarf2btf-kernels", arch, files)
+}
+
+/// The clang-built kernel `case` (`shared/corpus/clang/CASE.tar.zst`, unpacked), if
+/// its `files` are in `$DWARF2BTF_CLANG/CASE` (default `~/clang`); None after
+/// [`skip_kernel`].
+pub fn clang_kernel(case: &str, files: &[&str]) -> Option<PathBuf> {
+    kernel_dir("DWARF2BTF_CLANG", "clang", case, files)
+}
+
+fn kernel_dir(var: &str, default: &str, case: &str, files: &[&str]) -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()));
+    let dir = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join(default))
+        .join(case);
+    match files.iter().find(|f| !dir.join(f).is_file()) {
+        Some(f) => {
+            skip_kernel(&format!("{} (set {var})", dir.join(f).display()));
+            None
+        }
+        None => Some(dir),
+    }
 }
 
 /// The corpus and pahole's references.
