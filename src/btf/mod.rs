@@ -51,8 +51,8 @@ pub struct Btf {
     /// Byte order to write in.
     endian: Endian,
     /// Header bytes past the classic 24 (libbpf ≥ 1.8 writes two zero `layout`
-    /// words); kept so that reading and writing a file gives the same bytes. The
-    /// layout words themselves are zero here: they are written from `layout`.
+    /// words); kept so that reading and writing a file gives the same bytes. With a
+    /// layout section the layout words are zero here: they are written from it.
     header_extra: Vec<u8>,
     /// The kind layout section, if the blob has one.
     layout: Option<Vec<KindLayout>>,

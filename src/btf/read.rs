@@ -144,20 +144,25 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         )));
     }
     let mut header_extra = data[HEADER_LEN..hdr_len].to_vec();
-    // The layout words of libbpf ≥ 1.8 (zero when there is no layout section).
+    // The layout words of libbpf ≥ 1.8. With a layout section the writer writes
+    // them again from it; without one (length 0) libbpf ignores the offset, which
+    // is kept as it is.
     let (layout_off, layout_len) = if hdr_len >= LAYOUT_WORDS_END {
         let mut w = Words {
             data: &data[HEADER_LEN..],
             pos: 0,
             endian,
         };
-        let words = (w.u32(), w.u32());
-        header_extra[..LAYOUT_WORDS_END - HEADER_LEN].fill(0);
-        (words.0.unwrap_or(0), words.1.unwrap_or(0))
+        let words = (w.u32().unwrap_or(0), w.u32().unwrap_or(0));
+        if words.1 != 0 {
+            header_extra[..LAYOUT_WORDS_END - HEADER_LEN].fill(0);
+        }
+        words
     } else {
         (0, 0)
     };
-    if header_extra.iter().any(|&b| b != 0) {
+    let known = header_extra.len().min(LAYOUT_WORDS_END - HEADER_LEN);
+    if header_extra[known..].iter().any(|&b| b != 0) {
         // libbpf accepts a longer header only if the bytes it does not know are zero.
         return Err(BtfError::BadHeader(format!(
             "unknown non-zero fields past the {LAYOUT_WORDS_END}-byte header"
