@@ -5,6 +5,7 @@
 
 use crate::btf::Btf;
 use crate::dedup::PreparedBase;
+use crate::encode::FuncSkip;
 use crate::pipeline::{self, Options};
 use crate::Error;
 use std::path::{Path, PathBuf};
@@ -13,8 +14,12 @@ use std::sync::{Arc, Mutex};
 
 /// Encodes each of `inputs` as `opts` says (its `input` is ignored), with `workers`
 /// modules in flight at a time. Every module is attempted; the error lists those
-/// that failed.
-pub fn run_many(opts: &Options, inputs: &[PathBuf], workers: usize) -> Result<(), Error> {
+/// that failed. Returns, input by input, why functions were left out.
+pub fn run_many(
+    opts: &Options,
+    inputs: &[PathBuf],
+    workers: usize,
+) -> Result<Vec<Vec<FuncSkip>>, Error> {
     if opts.detached.is_some() && inputs.len() > 1 {
         return Err(Error::Msg(
             "--btf_encode_detached names one output file: give one input file".into(),
@@ -34,16 +39,18 @@ pub fn run_many(opts: &Options, inputs: &[PathBuf], workers: usize) -> Result<()
     order.sort_by_key(|&i| std::cmp::Reverse(std::fs::metadata(&inputs[i]).map_or(0, |m| m.len())));
     let next = AtomicUsize::new(0);
     let failures = Mutex::new(Vec::new());
+    let skips = Mutex::new(vec![Vec::new(); inputs.len()]);
     let workers = workers.clamp(1, inputs.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| {
                 while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if let Err(e) = one(opts, &inputs[i], base.clone(), prepared.as_ref()) {
-                        failures
+                    match one(opts, &inputs[i], base.clone(), prepared.as_ref()) {
+                        Ok(s) => skips.lock().unwrap_or_else(|p| p.into_inner())[i] = s,
+                        Err(e) => failures
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .push((i, e));
+                            .push((i, e)),
                     }
                 }
             });
@@ -51,7 +58,7 @@ pub fn run_many(opts: &Options, inputs: &[PathBuf], workers: usize) -> Result<()
     });
     let mut failures = failures.into_inner().unwrap_or_else(|p| p.into_inner());
     match failures.len() {
-        0 => Ok(()),
+        0 => Ok(skips.into_inner().unwrap_or_else(|p| p.into_inner())),
         1 => Err(failures.remove(0).1),
         n => {
             failures.sort_by_key(|(i, _)| *i);
@@ -71,19 +78,20 @@ fn one(
     input: &Path,
     base: Option<Arc<Btf>>,
     prepared: Option<&PreparedBase>,
-) -> Result<(), Error> {
+) -> Result<Vec<FuncSkip>, Error> {
     let opts = Options {
         input: input.to_path_buf(),
         // Modules run side by side; one thread each keeps every core busy.
         jobs: 1,
         ..opts.clone()
     };
-    let btf = pipeline::encode_file_over(&opts, base.clone())?;
+    let (btf, skips) = pipeline::encode_file_reported(&opts, base.clone())?;
     let bytes = match prepared {
         Some(p) => p
             .dedup_bytes_owned_encoded(btf)
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         None => pipeline::dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?,
     };
-    crate::emit::write_output(&opts, bytes, base.as_ref())
+    crate::emit::write_output(&opts, bytes, base.as_ref())?;
+    Ok(skips)
 }

@@ -13,11 +13,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [--btf_features=LIST] \
-                     [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] \
+const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [-V|--verbose] [--btf_features=LIST] \
+                     [--btf_features_strict=LIST] [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] \
                      [--dedup=auto|incremental|one-shot] FILE\n       \
                      dwarf2btf -J [OPTIONS] --btf_base BASE MODULE.ko… (many modules, in parallel)\n       \
-                     dwarf2btf --version (answers as pahole: v1.31)\n       \
+                     dwarf2btf --version (answers as pahole: v1.32) | --supported_btf_features\n       \
                      dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
                      dwarf2btf validate FILE [--base-btf BASE]\n       \
                      dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
@@ -31,6 +31,10 @@ pub fn main(args: Vec<OsString>) -> i32 {
             let _ = e.print();
             e.exit_code()
         }
+        Err(CliError::Run(Error::Refused(msg))) => {
+            eprintln!("{msg}");
+            1
+        }
         Err(CliError::Run(e)) => {
             eprintln!("dwarf2btf: error: {e}");
             1
@@ -39,9 +43,11 @@ pub fn main(args: Vec<OsString>) -> i32 {
 }
 
 /// The version `--version` answers: the pahole release whose output we reproduce.
-/// The kernel's `scripts/pahole-version.sh` turns `v1.31` into `131` and picks the
-/// flags it passes accordingly.
-pub const PAHOLE_VERSION: &str = "v1.31";
+/// The kernel's `scripts/pahole-version.sh` turns `v1.32` into `132` and picks the
+/// flags it passes accordingly. v1.32: every BTF feature of pahole master (the reference build, v1.31 + 38
+/// commits, with `layout` and `true_signature`) is implemented and gives its bytes,
+/// and kernels ≥ 7.1 pass `layout` only to pahole ≥ 1.32 (README, "Version").
+pub const PAHOLE_VERSION: &str = "v1.32";
 
 /// A pahole-syntax command line, parsed.
 #[derive(Clone, Debug)]
@@ -60,7 +66,16 @@ pub enum PaholeCommand {
         jobs_given: bool,
         /// `--dedup=MODE` (dwarf2btf's own option): how the dedup is reached.
         dedup: crate::pipeline::DedupMode,
+        /// `-V`/`--verbose`: print the functions left out and why, as pahole does.
+        verbose: bool,
+        /// What pahole prints on stderr while it reads the command line (features
+        /// ignored, under `--verbose`).
+        notes: Vec<String>,
     },
+    /// `--supported_btf_features`.
+    SupportedFeatures,
+    /// `--numeric_version`.
+    NumericVersion,
 }
 
 /// pahole options that do something other than encode BTF (pretty-printing,
@@ -105,8 +120,6 @@ const NOT_ENCODING: &[(&str, &str, &str)] = &[
     ("-y", "--prefix_filter", "filter types by prefix"),
     ("-z", "--hex", "print offsets in hex"),
     ("-Z", "--ctf_encode", "encode CTF"),
-    ("", "--btf_features_strict", "fail on unknown BTF features"),
-    ("", "--supported_btf_features", "list the BTF features"),
     ("", "--structs", "print structs"),
     ("", "--prettify", "pretty-print raw data"),
     ("", "--show_private_classes", "print private classes"),
@@ -136,17 +149,18 @@ fn not_encoding(key: &str) -> Option<String> {
 /// [legacy --skip_encoding_btf_* / --btf_gen_* switches] FILE…`, or `--version`.
 /// Long options take their value as `--opt=V` or `--opt V`.
 pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
-    use crate::encode::Features;
     let mut inputs = Vec::new();
     let mut btf_base = None;
     let mut detached = None;
-    let mut features: Option<Features> = None;
+    let mut features = crate::encode::FeatureArgs::new();
     let mut lang_exclude = Vec::new();
     let mut jobs = 1usize;
     let mut jobs_given = false;
     let mut dedup = crate::pipeline::DedupMode::Auto;
     let mut encode = false;
-    let mut legacy = Features::pahole_defaults();
+    let mut verbose = false;
+    let mut numeric_version = false;
+    let mut notes = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let a = arg
@@ -166,13 +180,22 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
                     .ok_or_else(|| Error::Msg(format!("{what} needs a value"))),
             }
         };
+        // Options are applied in command-line order, as pahole's argp parser does:
+        // a switch before the first feature list is undone by it, one after it is not.
         match key {
             "--version" => return Ok(PaholeCommand::Version),
             "--help" | "-?" => return Ok(PaholeCommand::Help),
+            "--supported_btf_features" => return Ok(PaholeCommand::SupportedFeatures),
+            "--numeric_version" => numeric_version = true,
+            "-V" | "--verbose" => verbose = true,
             "-J" | "--btf_encode" => encode = true,
-            "--btf_features" => features
-                .get_or_insert_with(Features::default)
-                .add_list(&value(key)?),
+            "--btf_features" | "--btf_features_strict" => {
+                let strict = key == "--btf_features_strict";
+                feature_list(&mut features, &value(key)?, strict, verbose, &mut notes)?
+            }
+            // pahole implements it as the list `all`, a name it does not know: every
+            // feature ends up off.
+            "--btf_gen_all" => feature_list(&mut features, "all", false, verbose, &mut notes)?,
             "--lang_exclude" => {
                 for name in value(key)?.split(',').filter(|n| !n.is_empty()) {
                     let code = crate::dwarf::lang_code(name).ok_or_else(|| {
@@ -194,19 +217,28 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
             "--dedup" => {
                 dedup = crate::pipeline::DedupMode::parse(&value(key)?).map_err(Error::Msg)?
             }
-            // pahole's switches from before --btf_features (1.18 … 1.25), each the
-            // feature pahole maps it to.
-            "--btf_encode_force" => legacy.encode_force = true,
-            "--btf_gen_floats" => legacy.float = true,
-            // pahole 1.31 implements --btf_gen_all as floats only.
-            "--btf_gen_all" => legacy.float = true,
-            "--btf_gen_optimized" => legacy.optimized_func = true,
-            "--skip_encoding_btf_vars" => legacy.var = false,
-            "--skip_encoding_btf_decl_tag" => legacy.decl_tag = false,
-            "--skip_encoding_btf_type_tag" => legacy.type_tag = false,
-            "--skip_encoding_btf_enum64" => legacy.enum64 = false,
-            "--skip_encoding_btf_inconsistent_proto" => legacy.consistent_func = true,
-            "--reproducible_build" => legacy.reproducible_build = true,
+            // pahole's switches from before --btf_features (1.18 … 1.25), each
+            // setting the feature pahole maps it to.
+            "--btf_encode_force" => features.features_mut().encode_force = true,
+            "--btf_gen_floats" => features.features_mut().float = true,
+            "--btf_gen_optimized" => features.features_mut().optimized_func = true,
+            "--skip_encoding_btf_vars" => features.features_mut().var = false,
+            "--skip_encoding_btf_decl_tag" => features.features_mut().decl_tag = false,
+            "--skip_encoding_btf_type_tag" => features.features_mut().type_tag = false,
+            "--skip_encoding_btf_enum64" => features.features_mut().enum64 = false,
+            "--skip_encoding_btf_inconsistent_proto" => {
+                features.features_mut().consistent_func = true
+            }
+            "--reproducible_build" => features.features_mut().reproducible_build = true,
+            "--btf_attributes" => features.features_mut().attributes = true,
+            // Short switches bundled as argp takes them (`-JV`).
+            _ if key.len() > 2
+                && !key.starts_with("--")
+                && key[1..].chars().all(|c| c == 'J' || c == 'V') =>
+            {
+                encode |= key.contains('J');
+                verbose |= key.contains('V');
+            }
             _ if key.starts_with("-j") && !key.starts_with("--") => {
                 jobs = parse_jobs(Some(&key[2..]).filter(|s| !s.is_empty()))?;
                 jobs_given = true;
@@ -218,6 +250,9 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
             }
             _ => inputs.push(PathBuf::from(arg)),
         }
+    }
+    if numeric_version {
+        return Ok(PaholeCommand::NumericVersion);
     }
     if !encode {
         return Err(Error::Msg(format!(
@@ -234,24 +269,43 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
             "--btf_encode_detached writes one file: give one input file\n{USAGE}"
         )));
     }
-    let reproducible = legacy.reproducible_build;
-    let mut features = features.unwrap_or(legacy);
-    // The legacy switch also applies with --btf_features (pahole's Makefile.btf
-    // passes it next to the list).
-    features.reproducible_build |= reproducible;
     Ok(PaholeCommand::Encode {
         opts: crate::pipeline::Options {
             input,
             btf_base,
             detached,
-            features,
+            features: features.finish(),
             lang_exclude,
             jobs,
         },
         inputs,
         jobs_given,
         dedup,
+        verbose,
+        notes,
     })
+}
+
+/// One feature list; under `--verbose` (given before it), pahole's note of each
+/// name ignored.
+fn feature_list(
+    features: &mut crate::encode::FeatureArgs,
+    list: &str,
+    strict: bool,
+    verbose: bool,
+    notes: &mut Vec<String>,
+) -> Result<(), Error> {
+    let ignored = features
+        .btf_features(list, strict)
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    if verbose {
+        notes.extend(
+            ignored
+                .into_iter()
+                .map(|n| format!("Ignoring unsupported feature '{n}'")),
+        );
+    }
+    Ok(())
 }
 
 /// Parses a pahole encoding command line for exactly one input file (see
@@ -262,49 +316,56 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
         PaholeCommand::Encode { .. } => Err(Error::Msg(format!(
             "more than one input file given\n{USAGE}"
         ))),
-        PaholeCommand::Version | PaholeCommand::Help => {
-            Err(Error::Msg(format!("not an encoding command line\n{USAGE}")))
-        }
+        _ => Err(Error::Msg(format!("not an encoding command line\n{USAGE}"))),
     }
 }
 
 /// Runs a pahole-syntax command line: one input as pahole, several as a batch.
 fn run_pahole(args: &[OsString]) -> Result<(), Error> {
     match parse_pahole_cmdline(args)? {
-        PaholeCommand::Version => {
-            println!("{PAHOLE_VERSION}");
-            Ok(())
-        }
-        PaholeCommand::Help => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        PaholeCommand::Encode {
-            opts,
-            inputs,
-            dedup,
-            ..
-        } if inputs.len() == 1 => {
-            let tuning = crate::pipeline::Tuning {
-                dedup,
-                ..Default::default()
-            };
-            crate::pipeline::run_tuned(&opts, &tuning)
-        }
+        PaholeCommand::Version => println!("{PAHOLE_VERSION}"),
+        PaholeCommand::NumericVersion => println!("{}", PAHOLE_VERSION[1..].replace('.', "")),
+        PaholeCommand::Help => println!("{USAGE}"),
+        PaholeCommand::SupportedFeatures => println!("{}", crate::encode::supported_list()),
         PaholeCommand::Encode {
             opts,
             inputs,
             jobs_given,
-            ..
+            dedup,
+            verbose,
+            notes,
         } => {
-            let workers = if jobs_given {
-                opts.jobs
+            for n in &notes {
+                eprintln!("{n}");
+            }
+            let skips = if inputs.len() == 1 {
+                let tuning = crate::pipeline::Tuning {
+                    dedup,
+                    ..Default::default()
+                };
+                vec![crate::pipeline::run_tuned(&opts, &tuning)?]
             } else {
-                std::thread::available_parallelism().map_or(1, |n| n.get())
+                let workers = if jobs_given {
+                    opts.jobs
+                } else {
+                    std::thread::available_parallelism().map_or(1, |n| n.get())
+                };
+                crate::batch::run_many(&opts, &inputs, workers)?
             };
-            crate::batch::run_many(&opts, &inputs, workers)
+            // pahole prints these on stdout; nothing else goes there.
+            if verbose {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                for s in skips.iter().flatten() {
+                    if let Err(e) = writeln!(out, "{s}") {
+                        return Err(Error::Msg(format!("writing to stdout: {e}")));
+                    }
+                }
+                out.flush()
+                    .map_err(|e| Error::Msg(format!("writing to stdout: {e}")))?;
+            }
         }
     }
+    Ok(())
 }
 
 /// `-j` / `--jobs` value: absent means one per CPU, as pahole.
@@ -499,6 +560,8 @@ fn dedup(args: &[OsString]) -> Result<(), Error> {
 mod tests {
     use super::*;
 
+    use crate::encode::Features;
+
     fn parse(args: &[&str]) -> Result<crate::pipeline::Options, Error> {
         let v: Vec<OsString> = args.iter().map(OsString::from).collect();
         parse_pahole_args(&v)
@@ -562,10 +625,18 @@ mod tests {
         assert!(!f.var && f.float && !f.decl_tag && !f.type_tag && !f.enum64);
         assert!(f.consistent_func && f.optimized_func && f.encode_force);
         assert!(f.reproducible_build && !f.distilled_base);
-        // --btf_features replaces the legacy set, but --reproducible_build stays.
+        // The first --btf_features turns off what came before it, not what follows.
         let o = parse(&["-J", "--reproducible_build", "--btf_features=var", "x"]).unwrap();
-        assert!(o.features.var && o.features.reproducible_build && !o.features.enum64);
-        assert!(parse(&["-J", "--btf_gen_all", "x"]).unwrap().features.float);
+        assert!(o.features.var && !o.features.reproducible_build && !o.features.enum64);
+        let o = parse(&["-J", "--btf_features=var", "--reproducible_build", "x"]).unwrap();
+        assert!(o.features.var && o.features.reproducible_build);
+        let o = parse(&["-J", "--btf_features=var", "--skip_encoding_btf_vars", "x"]).unwrap();
+        assert!(!o.features.var);
+        // pahole's --btf_gen_all is the list `all`, which it does not know.
+        let f = parse(&["-J", "--btf_gen_all", "x"]).unwrap().features;
+        assert_eq!(f, Features::default());
+        let f = parse(&["-J", "--btf_gen_all", "--btf_gen_floats", "x"]).unwrap();
+        assert_eq!(f.features.names(), ["float"]);
         // Makefile.btf gives modules a second list (`--btf_features=distilled_base`).
         let o = parse(&[
             "-J",
@@ -576,6 +647,41 @@ mod tests {
         ]);
         let f = o.unwrap().features;
         assert!(f.var && f.distilled_base && !f.float);
+    }
+
+    #[test]
+    fn strict_lists_verbose_and_probes() {
+        let e = cmdline(&["-J", "--btf_features_strict=var,nope", "x"]).unwrap_err();
+        assert!(
+            matches!(&e, Error::Refused(m) if m.starts_with("Feature 'nope' in 'var,nope' is not supported.")),
+            "{e}"
+        );
+        assert!(cmdline(&["-J", "--btf_features_strict=var,default", "x"]).is_ok());
+        // Ignored names are noted under --verbose given before the list only.
+        match cmdline(&["-J", "--btf_features=a", "-V", "--btf_features=b,var", "x"]).unwrap() {
+            PaholeCommand::Encode {
+                verbose,
+                notes,
+                opts,
+                ..
+            } => {
+                assert!(verbose && opts.features.var);
+                assert_eq!(notes, ["Ignoring unsupported feature 'b'"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        match cmdline(&["-JV", "x"]).unwrap() {
+            PaholeCommand::Encode { verbose, .. } => assert!(verbose),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            cmdline(&["--supported_btf_features"]),
+            Ok(PaholeCommand::SupportedFeatures)
+        ));
+        assert!(matches!(
+            cmdline(&["--numeric_version", "-J", "x"]),
+            Ok(PaholeCommand::NumericVersion)
+        ));
     }
 
     #[test]
@@ -591,7 +697,10 @@ mod tests {
                 inputs,
                 jobs_given,
                 dedup,
+                verbose,
+                notes,
             } => {
+                assert!(!verbose && notes.is_empty());
                 assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
                 assert_eq!(opts.input, PathBuf::from("a.ko"));
                 assert!(!jobs_given);

@@ -29,6 +29,9 @@ pub enum Error {
     },
     /// A problem not tied to one file (bad command line …).
     Msg(String),
+    /// A refusal worded as pahole words it (scripts may match its text): printed
+    /// as it is, without our prefix.
+    Refused(String),
 }
 
 impl Error {
@@ -63,7 +66,7 @@ impl fmt::Display for Error {
             Error::Io { path, err } => write!(f, "{}: {err}", path.display()),
             Error::Btf { path, err } => write!(f, "{}: {err}", path.display()),
             Error::File { path, msg } => write!(f, "{}: {msg}", path.display()),
-            Error::Msg(msg) => f.write_str(msg),
+            Error::Msg(msg) | Error::Refused(msg) => f.write_str(msg),
         }
     }
 }

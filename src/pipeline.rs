@@ -19,7 +19,7 @@ use crate::btf::{self, Btf, Type, TypeId};
 use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
-use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
+use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder, FuncSkip};
 use crate::mmap::SectionParts;
 use crate::Error;
 use std::path::PathBuf;
@@ -108,14 +108,16 @@ pub struct Tuning {
 
 /// Runs one encoding as `pahole -J` does.
 pub fn run(opts: &Options) -> Result<(), Error> {
-    run_tuned(opts, &Tuning::default())
+    run_tuned(opts, &Tuning::default()).map(drop)
 }
 
-/// [`run`] with engine settings.
-pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<(), Error> {
+/// [`run`] with engine settings. Returns why functions were left out (what
+/// pahole prints under `--verbose`).
+pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<Vec<FuncSkip>, Error> {
     let base = load_base(opts)?;
-    let bytes = encode_bytes_over(opts, tuning, base.clone())?;
-    crate::emit::write_output(opts, bytes, base.as_ref())
+    let (bytes, skips) = encode_bytes_reported(opts, tuning, base.clone())?;
+    crate::emit::write_output(opts, bytes, base.as_ref())?;
+    Ok(skips)
 }
 
 /// Encodes and deduplicates the input's DWARF: the raw `.BTF` bytes pahole writes.
@@ -129,6 +131,15 @@ pub fn encode_bytes_over(
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
 ) -> Result<Vec<u8>, Error> {
+    Ok(encode_bytes_reported(opts, tuning, base)?.0)
+}
+
+/// [`encode_bytes_over`], with why functions were left out.
+pub fn encode_bytes_reported(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+) -> Result<(Vec<u8>, Vec<FuncSkip>), Error> {
     let mut sink = match tuning.dedup.resolve(base.is_some()) {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
@@ -136,15 +147,16 @@ pub fn encode_bytes_over(
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
-    let (state, fin) = encode_units(opts, tuning, base, &mut sink)?;
-    match fin {
+    let (state, fin, skips) = encode_units(opts, tuning, base, &mut sink)?;
+    let bytes = match fin {
         // The kept types and the function types: the final pass of the incremental
         // dedup, which starts from what the units settled.
         Some(fin) => fin
             .dedup_bytes_owned_encoded(state.finish())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}"))),
         None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
-    }
+    }?;
+    Ok((bytes, skips))
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
@@ -163,11 +175,20 @@ pub fn load_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
 /// [`encode_file`] over a base already read (`opts.btf_base` is not read again), so
 /// that many modules share one base.
 pub fn encode_file_over(opts: &Options, base: Option<Arc<Btf>>) -> Result<Btf, Error> {
+    Ok(encode_file_reported(opts, base)?.0)
+}
+
+/// [`encode_file_over`], with why functions were left out.
+pub fn encode_file_reported(
+    opts: &Options,
+    base: Option<Arc<Btf>>,
+) -> Result<(Btf, Vec<FuncSkip>), Error> {
     let tuning = Tuning {
         dedup: DedupMode::OneShot,
         ..Tuning::default()
     };
-    Ok(encode_units(opts, &tuning, base, &mut None)?.0.finish())
+    let (state, _, skips) = encode_units(opts, &tuning, base, &mut None)?;
+    Ok((state.finish(), skips))
 }
 
 /// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
@@ -233,7 +254,7 @@ fn encode_units(
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
     sink: &mut Option<Incremental>,
-) -> Result<(EncoderState, Option<FinalPass>), Error> {
+) -> Result<(EncoderState, Option<FinalPass>, Vec<FuncSkip>), Error> {
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
@@ -339,10 +360,10 @@ fn encode_units(
         drop(inc);
         state.replace_types(kept.into_types());
     }
-    funcs
+    let skips = funcs
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
-    Ok((state, fin))
+    Ok((state, fin, skips))
 }
 
 /// Most encoded units waiting for the dedup stage.

@@ -7,11 +7,13 @@
 
 mod chains;
 pub mod dump;
+pub mod layout;
 pub mod read;
 mod types;
 pub mod validate;
 pub mod write;
 
+pub use layout::KindLayout;
 pub use read::BtfError;
 pub use types::*;
 
@@ -49,8 +51,11 @@ pub struct Btf {
     /// Byte order to write in.
     endian: Endian,
     /// Header bytes past the classic 24 (libbpf ≥ 1.8 writes two zero `layout`
-    /// words); kept so that reading and writing a file gives the same bytes.
+    /// words); kept so that reading and writing a file gives the same bytes. With a
+    /// layout section the layout words are zero here: they are written from it.
     header_extra: Vec<u8>,
+    /// The kind layout section, if the blob has one.
+    layout: Option<Vec<KindLayout>>,
 }
 
 impl Btf {
@@ -65,6 +70,7 @@ impl Btf {
             strings,
             endian,
             header_extra: Vec::new(),
+            layout: None,
         }
     }
 
@@ -81,6 +87,7 @@ impl Btf {
             strings,
             endian,
             header_extra: Vec::new(),
+            layout: None,
         }
     }
 
@@ -107,6 +114,17 @@ impl Btf {
     /// Sets the extra header bytes (must be a multiple of 4 and all zero to be valid).
     pub fn set_header_extra(&mut self, extra: Vec<u8>) {
         self.header_extra = extra;
+    }
+
+    /// The kind layout section, if any.
+    pub fn layout(&self) -> Option<&[KindLayout]> {
+        self.layout.as_deref()
+    }
+
+    /// Sets the kind layout section (written between types and strings; the header
+    /// grows to 32 bytes if shorter).
+    pub fn set_layout(&mut self, layout: Option<Vec<KindLayout>>) {
+        self.layout = layout;
     }
 
     /// Number of types in the base chain (ids `1..=base_type_count()` are the base's).

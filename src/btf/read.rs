@@ -14,6 +14,8 @@ pub const BTF_MAGIC: u16 = 0xeb9f;
 pub const BTF_VERSION: u8 = 1;
 /// Size of the classic BTF header.
 pub const HEADER_LEN: usize = 24;
+/// End of the header's `layout_off`/`layout_len` words (libbpf ≥ 1.8).
+pub const LAYOUT_WORDS_END: usize = 32;
 
 /// Why a BTF blob could not be read or is not valid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,13 +143,30 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
             "header length {hdr_len} is not 4-aligned"
         )));
     }
-    let header_extra = data[HEADER_LEN..hdr_len].to_vec();
-    if header_extra.iter().any(|&b| b != 0) {
+    let mut header_extra = data[HEADER_LEN..hdr_len].to_vec();
+    // The layout words of libbpf ≥ 1.8. With a layout section the writer writes
+    // them again from it; without one (length 0) libbpf ignores the offset, which
+    // is kept as it is.
+    let (layout_off, layout_len) = if hdr_len >= LAYOUT_WORDS_END {
+        let mut w = Words {
+            data: &data[HEADER_LEN..],
+            pos: 0,
+            endian,
+        };
+        let words = (w.u32().unwrap_or(0), w.u32().unwrap_or(0));
+        if words.1 != 0 {
+            header_extra[..LAYOUT_WORDS_END - HEADER_LEN].fill(0);
+        }
+        words
+    } else {
+        (0, 0)
+    };
+    let known = header_extra.len().min(LAYOUT_WORDS_END - HEADER_LEN);
+    if header_extra[known..].iter().any(|&b| b != 0) {
         // libbpf accepts a longer header only if the bytes it does not know are zero.
-        // The layout words of libbpf ≥ 1.8 are zero when there is no layout section.
-        return Err(BtfError::BadHeader(
-            "unknown non-zero fields past the 24-byte header".into(),
-        ));
+        return Err(BtfError::BadHeader(format!(
+            "unknown non-zero fields past the {LAYOUT_WORDS_END}-byte header"
+        )));
     }
     let body = &data[hdr_len..];
     let section = |off: u32, len: u32, what: &str| -> Result<&[u8], BtfError> {
@@ -175,9 +194,29 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
         ));
     }
     check_strings(str_data, base.is_some())?;
+    // libbpf's checks of the layout section: 4-aligned, whole records, between the
+    // type and the string sections.
+    let layout = if layout_len == 0 {
+        None
+    } else {
+        let data = section(layout_off, layout_len, "kind layout")?;
+        if layout_off % 4 != 0 || !(layout_len as usize).is_multiple_of(layout::RECORD_LEN) {
+            return Err(BtfError::BadHeader(format!(
+                "kind layout section {layout_off}+{layout_len} is not made of 4-aligned records"
+            )));
+        }
+        if (layout_off as u64) < t_hi || layout_off as u64 + layout_len as u64 > s_lo {
+            return Err(BtfError::BadHeader(format!(
+                "kind layout section {layout_off}+{layout_len} is not between the type and \
+                 string sections"
+            )));
+        }
+        Some(layout::parse(data, endian))
+    };
 
     let mut btf = Btf::from_parts(base, Vec::new(), str_data.to_vec(), endian);
     btf.set_header_extra(header_extra);
+    btf.set_layout(layout);
     let mut w = Words {
         data: type_data,
         pos: 0,

@@ -72,8 +72,8 @@ impl fmt::Display for Problem {
 }
 
 /// Checks the layout of a raw BTF blob's header the way the kernel does: the type
-/// section first at offset 0, the string section right after it and running to the
-/// end of the data, no gaps. (The reader has already checked magic, version, flags,
+/// section first at offset 0, then the kind layout section if there is one, the
+/// string section right after them and running to the end of the data, no gaps. (The reader has already checked magic, version, flags,
 /// the header length and that both sections lie inside the data.)
 pub fn check_layout(data: &[u8]) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -99,22 +99,35 @@ pub fn check_layout(data: &[u8]) -> Vec<Problem> {
         word(20) as u64,
     );
     // A header of either byte order may be longer than the classic 24 bytes (libbpf
-    // ≥ 1.8 swaps its layout words too); the reader has refused a shorter one.
+    // ≥ 1.8 swaps its layout words too); the reader has refused a shorter one. Those
+    // words place the kind layout section, if any.
+    let layout_len = if hdr_len >= read::LAYOUT_WORDS_END as u64 && data.len() >= 32 {
+        let (off, len) = (word(24) as u64, word(28) as u64);
+        if len != 0 && off != type_off as u64 + type_len {
+            bad(format!(
+                "kind layout section at offset {off}, not right after the type section ({})",
+                type_off as u64 + type_len
+            ));
+        }
+        len
+    } else {
+        0
+    };
     if type_off != 0 {
         bad(format!(
             "type section at offset {type_off}, not right after the header"
         ));
     }
-    if str_off != type_off as u64 + type_len {
+    if str_off != type_off as u64 + type_len + layout_len {
         bad(format!(
-            "string section at offset {str_off}, not right after the type section ({})",
-            type_off as u64 + type_len
+            "string section at offset {str_off}, not right after the type and layout sections ({})",
+            type_off as u64 + type_len + layout_len
         ));
     }
-    let total = hdr_len + type_len + str_len;
+    let total = hdr_len + type_len + layout_len + str_len;
     if total != data.len() as u64 {
         bad(format!(
-            "header, types and strings make {total} bytes but the data is {} bytes",
+            "header, types, layout and strings make {total} bytes but the data is {} bytes",
             data.len()
         ));
     }
@@ -192,6 +205,19 @@ fn valid_identifier(s: &[u8]) -> bool {
         _ => return false,
     }
     s.len() <= MAX_NAME_LEN && s.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+/// A FUNC name: an identifier, or one with `.` past the first character, which
+/// kernels since 6.5 accept in every identifier (`__btf_name_char_ok`) and
+/// `true_signature` gives optimized clones (`foo.isra.0`).
+fn valid_func_name(s: &[u8]) -> bool {
+    match s.first() {
+        Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {}
+        _ => return false,
+    }
+    s.len() <= MAX_NAME_LEN
+        && s.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'.')
 }
 
 /// `btf_name_valid_section`: non-empty, printable ASCII, at most `MAX_NAME_LEN` bytes.
@@ -372,7 +398,7 @@ impl<'a> Validator<'a> {
                 }
             }
             TypeKind::Func { proto, linkage } => {
-                if !valid_identifier(name) {
+                if !valid_func_name(name) {
                     self.problem(format!(
                         "FUNC name '{}' is not a valid identifier",
                         self.show(t.name)
@@ -1182,9 +1208,9 @@ mod tests {
         let back = parse_checked(&bytes, None).expect("libbpf >= 1.8 reads it");
         assert_eq!(back.types(), b.types());
         assert_eq!(back.header_extra(), &[0; 8]);
-        // A non-zero word past the classic header is still refused.
+        // Its layout words must describe whole records (here: a 1-byte section).
         let mut bad = bytes.clone();
-        bad[27] = 1;
+        bad[31] = 1;
         assert!(parse_checked(&bad, None).is_err());
     }
 

@@ -7,16 +7,42 @@ use super::*;
 pub struct RawWriter {
     buf: Vec<u8>,
     endian: Endian,
+    /// The kind layout section, written between the types and the strings.
+    layout: Vec<u8>,
 }
 
 impl RawWriter {
     /// Starts a blob in `endian` whose type section is `type_len` bytes and string
-    /// section `str_len` bytes, with `header_extra` past the classic 24-byte header.
-    pub fn new(endian: Endian, header_extra: &[u8], type_len: usize, str_len: usize) -> Self {
-        let hdr_len = read::HEADER_LEN + header_extra.len();
+    /// section `str_len` bytes, with `header_extra` past the classic 24-byte header
+    /// and, if given, a kind layout section (libbpf's order: types, layout, strings;
+    /// its place goes in the header's layout words, which need a 32-byte header).
+    pub fn new(
+        endian: Endian,
+        header_extra: &[u8],
+        layout: Option<&[KindLayout]>,
+        type_len: usize,
+        str_len: usize,
+    ) -> Self {
+        let layout = layout.map_or(Vec::new(), |l| super::layout::to_bytes(l, endian));
+        let mut extra = header_extra.to_vec();
+        if !layout.is_empty() {
+            if extra.len() < read::LAYOUT_WORDS_END - read::HEADER_LEN {
+                extra.resize(read::LAYOUT_WORDS_END - read::HEADER_LEN, 0);
+            }
+            let words = [type_len as u32, layout.len() as u32];
+            for (i, w) in words.into_iter().enumerate() {
+                let b = match endian {
+                    Endian::Little => w.to_le_bytes(),
+                    Endian::Big => w.to_be_bytes(),
+                };
+                extra[4 * i..4 * i + 4].copy_from_slice(&b);
+            }
+        }
+        let hdr_len = read::HEADER_LEN + extra.len();
         let mut o = RawWriter {
-            buf: Vec::with_capacity(hdr_len + type_len + str_len),
+            buf: Vec::with_capacity(hdr_len + type_len + layout.len() + str_len),
             endian,
+            layout,
         };
         let magic = match endian {
             Endian::Little => read::BTF_MAGIC.to_le_bytes(),
@@ -25,10 +51,11 @@ impl RawWriter {
         o.buf.extend_from_slice(&magic);
         o.buf.push(read::BTF_VERSION);
         o.buf.push(0);
-        for v in [hdr_len, 0, type_len, type_len, str_len] {
+        let str_off = type_len + o.layout.len();
+        for v in [hdr_len, 0, type_len, str_off, str_len] {
             o.word(v as u32);
         }
-        o.buf.extend_from_slice(header_extra);
+        o.buf.extend_from_slice(&extra);
         o
     }
 
@@ -43,6 +70,7 @@ impl RawWriter {
 
     /// Appends the string section and returns the blob.
     pub fn finish(mut self, strings: &[u8]) -> Vec<u8> {
+        self.buf.extend_from_slice(&self.layout);
         self.buf.extend_from_slice(strings);
         self.buf
     }
@@ -143,6 +171,7 @@ pub fn to_bytes(btf: &Btf) -> Vec<u8> {
     let mut o = RawWriter::new(
         btf.endian(),
         btf.header_extra(),
+        btf.layout(),
         type_len,
         btf.strings().len(),
     );

@@ -12,7 +12,7 @@ use super::strset::{StrIndex, StrSet};
 use super::table::CandTable;
 use super::{Compat, DedupError};
 use crate::btf::write::RawWriter;
-use crate::btf::{Btf, Endian, StrOffset, Type};
+use crate::btf::{Btf, Endian, KindLayout, StrOffset, Type};
 
 /// A type not looked at yet.
 const UNPROCESSED: u32 = u32::MAX;
@@ -1125,9 +1125,14 @@ impl Engine {
     }
 
     /// The kept types and strings as raw BTF in `endian`, with `header_extra` (zero
-    /// bytes) past the 24-byte header.
-    pub fn to_bytes(&self, endian: Endian, header_extra: &[u8]) -> Vec<u8> {
-        self.to_bytes_with_strings(endian, header_extra, self.strs.data())
+    /// bytes) past the 24-byte header and the input's kind layout section, if any.
+    pub fn to_bytes(
+        &self,
+        endian: Endian,
+        header_extra: &[u8],
+        layout: Option<&[KindLayout]>,
+    ) -> Vec<u8> {
+        self.to_bytes_with_strings(endian, header_extra, layout, self.strs.data())
     }
 
     /// [`Engine::to_bytes`] with `strs` as the string section (for verbatim strings,
@@ -1136,11 +1141,18 @@ impl Engine {
         &self,
         endian: Endian,
         header_extra: &[u8],
+        layout: Option<&[KindLayout]>,
         strs: &[u8],
     ) -> Vec<u8> {
         let first = self.base_types + 1;
         let type_words = &self.w[self.offs[first as usize] as usize..];
-        let mut o = RawWriter::new(endian, header_extra, type_words.len() * 4, strs.len());
+        let mut o = RawWriter::new(
+            endian,
+            header_extra,
+            layout,
+            type_words.len() * 4,
+            strs.len(),
+        );
         for &v in type_words {
             o.word(v);
         }

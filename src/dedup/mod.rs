@@ -168,8 +168,9 @@ pub fn dedup_with(btf: &Btf, compat: Compat) -> Result<Btf, DedupError> {
 pub fn dedup_bytes(btf: &Btf, compat: Compat) -> Result<Vec<u8>, DedupError> {
     let mut e = engine::Engine::new(btf.base().map(|b| &**b), compat, false)?;
     e.add_batch(btf)?;
-    // libbpf keeps the input's header length; the bytes past 24 are zero.
-    Ok(e.to_bytes(btf.endian(), btf.header_extra()))
+    // libbpf keeps the input's header length (the bytes past 24 are zero) and its
+    // kind layout section.
+    Ok(e.to_bytes(btf.endian(), btf.header_extra(), btf.layout()))
 }
 
 /// [`dedup_bytes`] taking `btf` by value, to free it as soon as its types are copied
@@ -196,13 +197,14 @@ fn dedup_owned(btf: Btf, compat: Compat, keep_strings: bool) -> Result<Vec<u8>, 
 /// soon as its types are loaded.
 fn run_owned(mut e: engine::Engine, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
     let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+    let layout = btf.layout().map(<[_]>::to_vec);
     if keep_strings {
         e.keep_strings_of(&btf);
     }
     let s = e.load_batch(&btf)?;
     drop(btf);
     e.process(s)?;
-    Ok(e.to_bytes(endian, &extra))
+    Ok(e.to_bytes(endian, &extra, layout.as_deref()))
 }
 
 /// A dedup with its base already indexed, for many split BTFs over one base (batch
@@ -291,9 +293,9 @@ impl Incremental {
     /// [`Incremental::final_pass`], not a plain one-shot dedup, which would merge
     /// kept types libbpf keeps.
     pub fn kept_btf(&self, strings: &Btf) -> Result<Btf, DedupError> {
-        let bytes = self
-            .engine
-            .to_bytes_with_strings(strings.endian(), &[], strings.strings());
+        let bytes =
+            self.engine
+                .to_bytes_with_strings(strings.endian(), &[], None, strings.strings());
         crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 
@@ -313,7 +315,7 @@ impl Incremental {
             .base
             .as_ref()
             .map_or(crate::btf::Endian::native(), |b| b.endian());
-        let bytes = self.engine.to_bytes(endian, &[]);
+        let bytes = self.engine.to_bytes(endian, &[], None);
         crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 
@@ -368,7 +370,7 @@ impl FinalPass {
         let s = e.load_batch(btf)?;
         e.set_settled(self.kept, &self.base_resolved)?;
         e.process(s)?;
-        Ok(e.to_bytes(btf.endian(), btf.header_extra()))
+        Ok(e.to_bytes(btf.endian(), btf.header_extra(), btf.layout()))
     }
 
     /// [`FinalPass::dedup_bytes`] taking `btf` by value, as [`dedup_bytes_owned`].
@@ -386,6 +388,7 @@ impl FinalPass {
     fn owned(&self, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
         self.check_base(&btf)?;
         let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+        let layout = btf.layout().map(<[_]>::to_vec);
         let mut e = engine::Engine::new(btf.base().map(|b| &**b), self.compat, false)?;
         if keep_strings {
             e.keep_strings_of(&btf);
@@ -394,7 +397,7 @@ impl FinalPass {
         drop(btf);
         e.set_settled(self.kept, &self.base_resolved)?;
         e.process(s)?;
-        Ok(e.to_bytes(endian, &extra))
+        Ok(e.to_bytes(endian, &extra, layout.as_deref()))
     }
 
     /// `btf` must be over the base the batches were (the kept ids refer to it).

@@ -9,6 +9,8 @@
 //! comparison (`types_match`) looks only at names and shapes, which dedup keeps, so
 //! it gives the same answers on either.
 
+use super::skips::{FuncSkip, SkipReason};
+use super::true_sig;
 use super::vars::VarSections;
 use super::{EncodeError, EncoderState, Features};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
@@ -113,6 +115,9 @@ struct SavedFunc {
     annots_len: u16,
     /// The flag bits above.
     flags: u8,
+    /// With `true_signature`: the symbol at `addr` whose name has a `.` suffix (an
+    /// index in the function's symbols), which names the FUNC of the clone.
+    true_sym: Option<u16>,
 }
 
 /// Where one unit's records are (see [`FuncEncoder::remap_unit`]).
@@ -148,6 +153,21 @@ pub struct FuncEncoder {
     locs: Vec<ParamLoc>,
     /// Per-unit scratch: where each function's parameters start in `locs`.
     func_start: Vec<u32>,
+    /// Functions left out and merge disagreements, in pahole's order (`--verbose`).
+    skips: Vec<FuncSkip>,
+    /// Per-function scratch: whether each parameter is optimized out (no location,
+    /// or one that is not a register), as [`FuncEncoder::analyze`] found.
+    gone: Vec<bool>,
+    /// Per-function scratch, with `true_signature` where clang changed the
+    /// signature: the parameters not passed (dropped from the prototype) …
+    ts_drop: Vec<bool>,
+    /// … the byte offset of the one field of an aggregate parameter that reaches a
+    /// register (which names the parameter `PARAM__FIELD`) …
+    ts_member: Vec<Option<u64>>,
+    /// … and whether the parameter is passed as that field (takes its type).
+    ts_apply: Vec<bool>,
+    /// The `true_signature` feature.
+    true_signature: bool,
 }
 
 impl FuncEncoder {
@@ -158,16 +178,6 @@ impl FuncEncoder {
         kfuncs: Kfuncs,
         features: &Features,
     ) -> Result<FuncEncoder, String> {
-        for (on, name) in [
-            (features.true_signature, "true_signature"),
-            (features.layout, "layout"),
-        ] {
-            if on {
-                return Err(format!(
-                    "--btf_features={name} is not supported by dwarf2btf yet"
-                ));
-            }
-        }
         let abi = Abi::of(syms.machine);
         let vars = VarSections::new(&syms, features);
         let by_name = syms
@@ -190,6 +200,12 @@ impl FuncEncoder {
             locs: Vec::new(),
             func_start: Vec::new(),
             unmapped: Default::default(),
+            skips: Vec::new(),
+            gone: Vec::new(),
+            ts_drop: Vec::new(),
+            ts_member: Vec::new(),
+            ts_apply: Vec::new(),
+            true_signature: features.true_signature,
         })
     }
 
@@ -225,11 +241,12 @@ impl FuncEncoder {
     }
 
     /// Emits the saved functions in name order, then one DATASEC per section with
-    /// variables. Call after the last unit, before dedup.
-    pub fn finish(mut self, st: &mut EncoderState) -> Result<(), EncodeError> {
+    /// variables. Call after the last unit, before dedup. Returns why functions
+    /// were left out (pahole's `--verbose` lines, in its order).
+    pub fn finish(mut self, st: &mut EncoderState) -> Result<Vec<FuncSkip>, EncodeError> {
         self.emit_funcs(st)?;
         self.vars.finish(st);
-        Ok(())
+        Ok(self.skips)
     }
 
     fn save_funcs(&mut self, cu: &CuTypes<'_>, st: &mut EncoderState) {
@@ -267,12 +284,31 @@ impl FuncEncoder {
             }
             let ret = st.type_id(cu, func_ret(cu, f));
             let parms_start = self.parms.len() as u32;
-            for p in f.params {
+            let reordered = flags & REORDERED_PARM != 0;
+            let true_sig = st.features().true_signature && flags & SIGNATURE_CHANGED != 0;
+            for (k, p) in f.params.iter().enumerate() {
+                // pahole: with reordered parameters, those optimized out are gone;
+                // a true signature has only the parameters passed.
+                if (reordered && self.gone[k]) || (true_sig && self.ts_drop[k]) {
+                    continue;
+                }
                 let (pname, pty) = self.param_origin(cu, p);
-                let name = st.intern(pname);
+                // pahole names the parameter after the field it found even where
+                // it does not pass the parameter as that field.
+                let field = self.ts_member[k]
+                    .filter(|_| true_sig)
+                    .and_then(|off| true_sig::member_at(cu, p.ty, off));
+                let (name, ty) = match field {
+                    Some((mname, mty)) => {
+                        let full = [pname.bytes(), b"__", mname.bytes()].concat();
+                        let ty = if self.ts_apply[k] { mty } else { pty };
+                        (st.intern(Name::new(&full)), ty)
+                    }
+                    None => (st.intern(pname), pty),
+                };
                 self.parms.push(Param {
                     name,
-                    type_id: st.type_id(cu, pty),
+                    type_id: st.type_id(cu, ty),
                 });
             }
             if f.varargs {
@@ -295,6 +331,11 @@ impl FuncEncoder {
                 annots_start,
                 annots_len: (self.annots.len() as u32 - annots_start) as u16,
                 flags,
+                true_sym: if st.features().true_signature {
+                    true_sym(ef, f.low_pc)
+                } else {
+                    None
+                },
             });
         }
     }
@@ -413,13 +454,23 @@ impl FuncEncoder {
     /// pahole's per-function location analysis (docs §4;
     /// `function__analyze_parameter_locations`): `optimized_parms`,
     /// `unexpected_reg`, `reordered_parm` and clang's `signature_changed`.
-    fn analyze(&self, cu: &CuTypes<'_>, fi: usize) -> u8 {
+    fn analyze(&mut self, cu: &CuTypes<'_>, fi: usize) -> u8 {
         let f = &cu.funcs[fi];
         let locs = &self.locs[self.func_start[fi] as usize..][..f.params.len()];
         let abi = &self.abi;
         let addr = cu.address_size as u64;
         let changed = cu.producer_clang && signature_changed(cu, f);
         let (mut optimized, mut unexpected, mut reordered) = (false, false, false);
+        // Which parameters are optimized out (pahole's `optimized || !has_loc`).
+        let mut gone = std::mem::take(&mut self.gone);
+        gone.clear();
+        gone.extend(locs.iter().map(|l| !l.has_loc));
+        self.ts_drop.clear();
+        self.ts_drop.resize(locs.len(), false);
+        self.ts_member.clear();
+        self.ts_member.resize(locs.len(), None);
+        self.ts_apply.clear();
+        self.ts_apply.resize(locs.len(), false);
         for (i, p) in f.params.iter().enumerate() {
             if p.origin.0 != 0 {
                 if let Some((_, oi)) = self.param_at(cu, p.origin) {
@@ -437,7 +488,22 @@ impl FuncEncoder {
             }
         };
         let mut reg_idx = 0usize;
-        if cu.producer_clang && !changed {
+        if changed && self.true_signature {
+            // The signature is rewritten from the locations (its own rules).
+            unexpected = analyze_true_sig(
+                abi,
+                locs,
+                cu,
+                f,
+                &mut self.ts_drop,
+                &mut self.ts_member,
+                &mut self.ts_apply,
+            );
+            for (g, d) in gone.iter_mut().zip(&self.ts_drop) {
+                *g |= *d;
+            }
+            optimized = gone.iter().any(|&g| g);
+        } else if cu.producer_clang && !changed {
             // clang, signature unchanged: each register must be one of the
             // parameter's slots (`function__match_clang_parameter_locations`).
             for l in locs {
@@ -455,7 +521,7 @@ impl FuncEncoder {
                 reg_idx += n;
             }
         } else {
-            for l in locs {
+            for (k, l) in locs.iter().enumerate() {
                 let available = reg_idx < abi.nr_regs;
                 let mut consumes = true;
                 if l.has_loc {
@@ -463,6 +529,7 @@ impl FuncEncoder {
                         consumes = false;
                     } else if l.reg.is_none() {
                         optimized = true;
+                        gone[k] = true;
                     } else if abi.expected(reg_idx).is_some_and(|e| Some(e) != l.reg) {
                         unexpected = true;
                     }
@@ -492,6 +559,7 @@ impl FuncEncoder {
         if changed {
             flags |= SIGNATURE_CHANGED;
         }
+        self.gone = gone;
         flags
     }
 
@@ -528,24 +596,56 @@ impl FuncEncoder {
                 j += 1;
             }
             let ef = syms.functions.get(self.saved[i].func as usize);
+            // pahole's `add_true_signature`: the first unit's view at a clone's
+            // address whose parameters fentry can trust is encoded under the clone's
+            // name (`foo.isra.0`), instead of all that follows (no skip reasons, no
+            // kfunc tags).
+            if features.true_signature {
+                let clone = self.saved[i..j].iter().find(|s| {
+                    s.true_sym.is_some() && s.flags & (UNEXPECTED_REG | UNCERTAIN_PARM_LOC) == 0
+                });
+                if let Some(&s) = clone {
+                    let name = &ef.syms[s.true_sym.map_or(0, usize::from)].name;
+                    self.emit_one(st, &s, name, None, &features)?;
+                    i = j;
+                    continue;
+                }
+            }
             let first = self.saved[i];
             let canonical = if j - i > 1 {
                 let run = &self.saved[i..j];
                 run.iter()
-                    .find(|s| ef.has_sym_at(s.addr) && !skip_optimized(s))
+                    .find(|s| ef.has_sym_at(s.addr) && !skip_optimized(s, &features))
                     .or_else(|| run.iter().find(|s| ef.has_sym_at(s.addr)))
                     .copied()
                     .unwrap_or(first)
             } else {
                 first
             };
-            let skip = first.flags & UNEXPECTED_REG != 0
-                || (features.consistent_func && first.flags & INCONSISTENT != 0)
-                || first.flags & UNCERTAIN_PARM_LOC != 0
-                || first.flags & REORDERED_PARM != 0
-                || skip_optimized(&canonical)
-                || ef.ambiguous_addr;
-            if !skip {
+            // pahole tests in this order and names the last reason that holds.
+            let reasons = [
+                (first.flags & UNEXPECTED_REG != 0, SkipReason::UnexpectedReg),
+                (
+                    features.consistent_func && first.flags & INCONSISTENT != 0,
+                    SkipReason::Inconsistent,
+                ),
+                (
+                    first.flags & UNCERTAIN_PARM_LOC != 0,
+                    SkipReason::UncertainParmLoc,
+                ),
+                (first.flags & REORDERED_PARM != 0, SkipReason::ReorderedParm),
+                (
+                    skip_optimized(&canonical, &features),
+                    SkipReason::OptimizedParms,
+                ),
+                (ef.ambiguous_addr, SkipReason::AmbiguousAddr),
+            ];
+            if let Some((_, reason)) = reasons.into_iter().rev().find(|(on, _)| *on) {
+                self.skips.push(FuncSkip {
+                    name: ef.name().to_string(),
+                    reason,
+                });
+            } else {
                 let kfunc = if features.decl_tag_kfuncs {
                     self.kfuncs.get(ef.name())
                 } else {
@@ -562,10 +662,15 @@ impl FuncEncoder {
     fn combine(&mut self, btf: &Btf, a: usize, b: usize) {
         const SHARED: u8 = UNEXPECTED_REG | INCONSISTENT | UNCERTAIN_PARM_LOC | REORDERED_PARM;
         let mut shared = (self.saved[a].flags | self.saved[b].flags) & SHARED;
-        if shared & (UNEXPECTED_REG | INCONSISTENT | REORDERED_PARM) == 0
-            && !self.funcs_match(btf, &self.saved[a], &self.saved[b])
-        {
-            shared |= INCONSISTENT;
+        if shared & (UNEXPECTED_REG | INCONSISTENT | REORDERED_PARM) == 0 {
+            if let Some(reason) = self.funcs_mismatch(btf, &self.saved[a], &self.saved[b]) {
+                let name = self.syms.functions.get(self.saved[a].func as usize).name();
+                self.skips.push(FuncSkip {
+                    name: name.to_string(),
+                    reason,
+                });
+                shared |= INCONSISTENT;
+            }
         }
         for k in [a, b] {
             self.saved[k].flags = self.saved[k].flags & !SHARED | shared;
@@ -573,16 +678,27 @@ impl FuncEncoder {
     }
 
     /// pahole's `funcs__match`: same parameter count, matching return and
-    /// parameter types (names are not compared).
-    fn funcs_match(&self, btf: &Btf, a: &SavedFunc, b: &SavedFunc) -> bool {
-        if a.parms_len != b.parms_len || !types_match(btf, a.ret, b.ret) {
-            return false;
+    /// parameter types (names are not compared); None if they match, else the
+    /// first difference.
+    fn funcs_mismatch(&self, btf: &Btf, a: &SavedFunc, b: &SavedFunc) -> Option<SkipReason> {
+        if a.parms_len != b.parms_len {
+            return Some(SkipReason::ParamCount(a.parms_len, b.parms_len));
+        }
+        if !types_match(btf, a.ret, b.ret) {
+            return Some(SkipReason::ReturnType);
         }
         let pa = &self.parms[a.parms_start as usize..][..a.parms_len as usize];
         let pb = &self.parms[b.parms_start as usize..][..b.parms_len as usize];
-        pa.iter()
+        let i = pa
+            .iter()
             .zip(pb)
-            .all(|(x, y)| types_match(btf, x.type_id, y.type_id))
+            .position(|(x, y)| !types_match(btf, x.type_id, y.type_id))?;
+        let name = |p: &Param| btf.str_at(p.name).into_owned();
+        Some(SkipReason::ParamType {
+            index: i + 1,
+            first: name(&pa[i]),
+            other: name(&pb[i]),
+        })
     }
 
     /// FUNC_PROTO, FUNC, the function's decl tags, then the kfunc tags.
@@ -651,6 +767,95 @@ impl FuncEncoder {
     }
 }
 
+/// `function__analyze_parameter_locations` with `true_signature`, for a function
+/// whose signature clang changed: parameters passed as constants or not at all
+/// are dropped (`ts_drop`), one passed on the stack or in no known register is
+/// unexpected, and an aggregate of which one field reaches a register is that
+/// field (`ts_member`). Returns whether a register was unexpected.
+fn analyze_true_sig(
+    abi: &Abi,
+    locs: &[ParamLoc],
+    cu: &CuTypes<'_>,
+    f: &FuncDie<'_>,
+    drop: &mut [bool],
+    member: &mut [Option<u64>],
+    apply: &mut [bool],
+) -> bool {
+    let addr = cu.address_size as u64;
+    let slots = |l: &ParamLoc| {
+        if !abi.agg_two_regs || l.size <= addr || addr == 0 {
+            1
+        } else {
+            l.size.div_ceil(addr).max(1) as usize
+        }
+    };
+    // `ftype__next_parameter_preserves_slots`: the next parameter is in the
+    // register that follows this one's slots.
+    let next_in_place = |k: usize, reg_idx: usize, n: usize| {
+        let next = reg_idx + n;
+        locs.get(k + 1)
+            .and_then(|l| l.reg)
+            .is_some_and(|r| next < abi.nr_regs && abi.expected(next) == Some(r))
+    };
+    let mut unexpected = false;
+    let mut reg_idx = 0usize;
+    for (k, (l, p)) in locs.iter().zip(f.params).enumerate() {
+        let available = reg_idx < abi.nr_regs;
+        let n = slots(l);
+        let wide = abi.agg_two_regs && l.size > addr;
+        let fx = true_sig::facts(cu, p.loc, wide, addr);
+        // Recorded while the location is read (`parameter__finish_piece_decode`).
+        if l.has_loc {
+            member[k] = fx
+                .single_field(addr)
+                .filter(|&off| !p.name.is_empty() && true_sig::member_at(cu, p.ty, off).is_some());
+        }
+        let mut consumes = true;
+        if l.has_loc {
+            if fx.const_value {
+                drop[k] = true;
+                consumes = false;
+            } else if !available {
+                consumes = false;
+            } else if fx.stack {
+                if l.in_memory {
+                    consumes = false;
+                } else {
+                    unexpected = true;
+                }
+            } else if l.reg.is_none() || abi.expected(reg_idx).is_some_and(|e| Some(e) != l.reg) {
+                unexpected = true;
+            } else if fx.has_pieces() {
+                if fx.full() {
+                    reg_idx += n;
+                    continue;
+                }
+                if next_in_place(k, reg_idx, n) {
+                    member[k] = None;
+                    reg_idx += n;
+                    continue;
+                }
+                if member[k].is_some() {
+                    apply[k] = true;
+                    reg_idx += 1;
+                    continue;
+                }
+            }
+        } else {
+            if available && next_in_place(k, reg_idx, n) {
+                reg_idx += n;
+                continue;
+            }
+            drop[k] = true;
+            consumes = false;
+        }
+        if consumes {
+            reg_idx += if l.in_memory { 1 } else { n };
+        }
+    }
+    unexpected
+}
+
 /// Appends a DECL_TAG.
 pub(crate) fn push_decl_tag(st: &mut EncoderState, value: StrOffset, target: TypeId, idx: i32) {
     st.btf_mut().push_type(Type {
@@ -686,10 +891,24 @@ fn arena_ptr(st: &mut EncoderState, id: TypeId) -> Option<TypeId> {
 }
 
 /// pahole's "skip optimized": optimized-out parameters at the address of a clone
-/// symbol or in a function whose signature clang changed (without
-/// `true_signature`).
-fn skip_optimized(s: &SavedFunc) -> bool {
-    s.flags & OPTIMIZED_PARMS != 0 && s.flags & (OPTIMIZED_SYMBOL | SIGNATURE_CHANGED) != 0
+/// symbol or in a function whose signature clang changed, unless `true_signature`
+/// rewrites such signatures.
+fn skip_optimized(s: &SavedFunc, features: &Features) -> bool {
+    !features.true_signature
+        && s.flags & OPTIMIZED_PARMS != 0
+        && s.flags & (OPTIMIZED_SYMBOL | SIGNATURE_CHANGED) != 0
+}
+
+/// pahole's true-signature symbol: the first symbol (in `.symtab` order) at exactly
+/// `addr` whose name has a `.` (`foo.isra.0`), if any.
+fn true_sym(ef: &crate::symbols::ElfFunction, addr: u64) -> Option<u16> {
+    if addr == 0 {
+        return None;
+    }
+    ef.syms
+        .iter()
+        .position(|s| s.addr == addr && s.name.contains('.'))
+        .map(|i| i as u16)
 }
 
 /// pahole's `function__signature_changed` (asked of clang's units only): an

@@ -7,11 +7,14 @@
 
 mod features;
 pub mod funcs;
+mod skips;
 pub mod strings;
+mod true_sig;
 mod vars;
 
-pub use features::Features;
+pub use features::{supported_list, FeatureArgs, Features, UnsupportedFeature};
 pub use funcs::FuncEncoder;
+pub use skips::{FuncSkip, SkipReason};
 
 use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
@@ -44,7 +47,11 @@ const ALIAS: u32 = u32::MAX;
 impl EncoderState {
     /// A new encoder producing BTF over `base` (split BTF for modules).
     pub fn new(base: Option<Arc<Btf>>, features: Features, little_endian: bool) -> EncoderState {
+        // pahole adds the kind layout section to base BTF only: split BTF shares its
+        // base's.
+        let layout = (features.layout && base.is_none()).then(crate::btf::layout::libbpf_table);
         let mut btf = Btf::new(base);
+        btf.set_layout(layout);
         // libbpf ≥ 1.8 (pahole 1.31's) writes a 32-byte header: the classic 24 bytes
         // and two zero `layout` words. Dedup keeps the input's header length.
         btf.set_header_extra(vec![0; 8]);
