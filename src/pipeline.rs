@@ -17,12 +17,13 @@
 
 use crate::btf::{self, Btf, Type, TypeId};
 use crate::dedup::{Compat, FinalPass, Incremental};
-use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
+use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
 use crate::mmap::SectionParts;
 use crate::Error;
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -185,7 +186,10 @@ pub fn workers_for(jobs: usize) -> usize {
 struct UnitOwner<'i> {
     arena: arena::CuArena,
     dw: &'i DwarfInput<'i>,
-    idx: usize,
+    /// The units parsed as one: one unit, or a group of an LTO build.
+    units: Range<usize>,
+    /// Whether the units are a group (parts of pahole's merged unit).
+    group: bool,
     exclude: &'i [u16],
 }
 
@@ -203,22 +207,29 @@ self_cell::self_cell!(
 /// The parse of one unit into its arena. A named function, not a closure: the type
 /// of its argument carries the bound `'i: 'a` that lets the types borrow both.
 fn build_unit<'a, 'i>(o: &'a UnitOwner<'i>) -> Result<CuTypes<'a>, Error> {
-    let cu = parse_cu(o.dw, o.idx, o.arena.bump(), o.exclude)?;
+    let cu = if o.group {
+        parse_group(o.dw, o.units.clone(), o.arena.bump(), o.exclude)?
+    } else {
+        parse_cu(o.dw, o.units.start, o.arena.bump(), o.exclude)?
+    };
     o.arena.report();
     Ok(cu)
 }
 
-/// Parses unit `idx` of `dw` into `arena`.
+/// Parses units `units` of `dw` into `arena`: one unit, or (`group`) an LTO build's
+/// group of units as one.
 fn parse_unit<'i>(
     dw: &'i DwarfInput<'i>,
-    idx: usize,
+    units: Range<usize>,
+    group: bool,
     exclude: &'i [u16],
     arena: arena::CuArena,
 ) -> Result<ParsedUnit<'i>, Error> {
     let owner = UnitOwner {
         arena,
         dw,
-        idx,
+        units,
+        group,
         exclude,
     };
     ParsedUnit::try_new(owner, build_unit)
@@ -238,6 +249,19 @@ fn encode_units(
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
+    // An LTO build, which pahole reads as one merged unit: the groups of units that
+    // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
+    let groups = if lto::merges_units(&input, &dw)? {
+        state.set_merged();
+        Some(lto::groups(&dw)?)
+    } else {
+        None
+    };
+    let units_of = |i: usize| match &groups {
+        Some(g) => g[i].clone(),
+        None => i..i + 1,
+    };
+    let items = groups.as_ref().map_or(dw.unit_count(), |g| g.len());
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning
         .window
@@ -250,7 +274,13 @@ fn encode_units(
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
     let produce = |idx: usize| {
         let arena = lock(&pool).pop().unwrap_or_default();
-        parse_unit(&dw, idx, &opts.lang_exclude, arena)
+        parse_unit(
+            &dw,
+            units_of(idx),
+            groups.is_some(),
+            &opts.lang_exclude,
+            arena,
+        )
     };
     let mut funcs = std::thread::scope(|scope| {
         // The symbol tables are read while the first units are parsed (with more
@@ -264,7 +294,10 @@ fn encode_units(
         } else {
             FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
         };
-        let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+        let consume = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+            let units = units_of(item);
+            // Errors name the first unit of a group; pages go up to its last.
+            let (idx, last) = (units.start, units.end - 1);
             let funcs = symbols.get(&opts.input)?;
             encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
             // Functions and variables are added in unit order too, right after the
@@ -280,7 +313,7 @@ fn encode_units(
                 stage.push(&dw, idx, state.take_types(), state.btf().str_end())?;
                 stage.remap_done(funcs, state.btf().first_id());
             }
-            release.after_unit(&input, &dw, idx, loclists_start);
+            release.after_unit(&input, &dw, last, loclists_start);
             Ok(())
         };
         let server = match &stage {
@@ -293,11 +326,9 @@ fn encode_units(
             _ => None,
         };
         let units =
-            sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(|e| {
-                match e {
-                    sched::Error::Failed { error, .. } => error,
-                    panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-                }
+            sched::run_ordered(items, workers, window, produce, consume).map_err(|e| match e {
+                sched::Error::Failed { error, .. } => error,
+                panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
             });
         if let Some(st) = &stage {
             st.close();

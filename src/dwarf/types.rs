@@ -6,7 +6,7 @@
 //! unit offsets ([`DieRef`]); [`CuTypes::index_of`] maps them to positions by binary
 //! search over the sorted DIE offsets. Names borrow the input's string sections.
 
-use super::die::{Cur, DieError, Op, Plan, UnitEnc, Val};
+use super::die::{Cur, DieError, Op, Place, Plan, UnitEnc, Val};
 use super::DwarfInput;
 use arena::Bump;
 use bumpalo::collections::Vec as BVec;
@@ -473,6 +473,108 @@ pub fn parse_cu<'a, 'i: 'a>(
     bump: &'a Bump,
     exclude: &[u16],
 ) -> Result<CuTypes<'a>, crate::Error> {
+    parse_cu_at(dw, idx, bump, exclude, Place::default())
+}
+
+/// Parses units `units` of `dw` (an LTO build's group of units that refer to each
+/// other, see [`super::lto`]) into `bump` as one unit, as pahole's merged unit holds
+/// them: each part in unit order, with every unit offset relative to the group's
+/// start, so that references between the units resolve like references within one.
+pub fn parse_group<'a, 'i: 'a>(
+    dw: &DwarfInput<'i>,
+    units: std::ops::Range<usize>,
+    bump: &'a Bump,
+    exclude: &[u16],
+) -> Result<CuTypes<'a>, crate::Error> {
+    let first = units.start;
+    let start = dw.unit_start(first);
+    let end = dw.unit_end(units.end - 1);
+    if end - start > u32::MAX as u64 / 2 {
+        return Err(dw.unit_error(
+            first,
+            format!(
+                "units {}..{} refer to each other over more than 2 GB of .debug_info",
+                units.start, units.end
+            ),
+        ));
+    }
+    let mut parts = Vec::with_capacity(units.len());
+    for idx in units {
+        let place = Place {
+            rebase: (dw.unit_start(idx) - start) as u32,
+            group: (start, end),
+        };
+        parts.push(parse_cu_at(dw, idx, bump, exclude, place)?);
+    }
+    if parts.len() == 1 {
+        return Ok(parts.pop().expect("one part"));
+    }
+    concat(&parts, bump).map_err(|e| dw.unit_error(first, e))
+}
+
+/// One unit made of `parts` (in unit order, offsets already relative to one start).
+fn concat<'a>(parts: &[CuTypes<'a>], bump: &'a Bump) -> Result<CuTypes<'a>, String> {
+    let p0 = &parts[0];
+    let mut locs: Option<LocCtx<'a>> = None;
+    for p in parts {
+        if p.address_size != p0.address_size {
+            return Err("units of one group have different address sizes".into());
+        }
+        match (&locs, &p.locs) {
+            (Some(a), Some(b)) if a.encoding != b.encoding => {
+                return Err("units of one group have different DWARF encodings".into())
+            }
+            (None, Some(b)) => locs = Some(b.clone()),
+            _ => {}
+        }
+    }
+    let cat = |f: &dyn Fn(&CuTypes<'a>) -> usize| parts.iter().map(f).sum::<usize>();
+    let mut offsets = BVec::with_capacity_in(cat(&|p| p.offsets.len()), bump);
+    let mut types = BVec::with_capacity_in(cat(&|p| p.types.len()), bump);
+    let mut decl_tags = BVec::with_capacity_in(cat(&|p| p.decl_tags.len()), bump);
+    let mut funcs = BVec::with_capacity_in(cat(&|p| p.funcs.len()), bump);
+    let mut vars = BVec::with_capacity_in(cat(&|p| p.vars.len()), bump);
+    let reorder = parts.iter().any(|p| !p.order.is_empty());
+    let mut order = BVec::with_capacity_in(if reorder { types.capacity() } else { 0 }, bump);
+    for p in parts {
+        let base = types.len() as u32;
+        if reorder {
+            order.extend(p.emission_order().map(|i| base + i as u32));
+        }
+        offsets.extend_from_slice(p.offsets);
+        types.extend_from_slice(p.types);
+        decl_tags.extend(p.decl_tags.iter().map(|d| DeclTagDie {
+            target: d.target + base,
+            ..*d
+        }));
+        funcs.extend_from_slice(p.funcs);
+        vars.extend_from_slice(p.vars);
+    }
+    Ok(CuTypes {
+        offsets: offsets.into_bump_slice(),
+        types: types.into_bump_slice(),
+        decl_tags: decl_tags.into_bump_slice(),
+        language: p0.language,
+        address_size: p0.address_size,
+        funcs: funcs.into_bump_slice(),
+        vars: vars.into_bump_slice(),
+        locs,
+        loclists_start: parts
+            .iter()
+            .map(|p| p.loclists_start)
+            .min()
+            .unwrap_or(u64::MAX),
+        order: order.into_bump_slice(),
+    })
+}
+
+fn parse_cu_at<'a, 'i: 'a>(
+    dw: &DwarfInput<'i>,
+    idx: usize,
+    bump: &'a Bump,
+    exclude: &[u16],
+    place: Place,
+) -> Result<CuTypes<'a>, crate::Error> {
     let header = dw.units[idx];
     let abbrevs = dw
         .dwarf
@@ -491,13 +593,14 @@ pub fn parse_cu<'a, 'i: 'a>(
         line_str: dw.input.section(".debug_line_str"),
         str_offsets: dw.input.section(".debug_str_offsets"),
         str_offsets_base: 0,
+        place,
     };
     let mut p = Parser {
         enc,
         abbrevs: &abbrevs,
         plans: Vec::new(),
         far_plans: HashMap::new(),
-        base: header.header_size() as u32,
+        base: header.header_size() as u32 + place.rebase,
         offsets: BVec::new_in(bump),
         types: BVec::new_in(bump),
         decl_tags: BVec::new_in(bump),
