@@ -35,14 +35,18 @@ pub(crate) struct Chains {
     end: Vec<u32>,
     /// For array ids, their [`Suffix`].
     arrays: Vec<Suffix>,
+    /// The target's pointer size (a pointer element's size).
+    ptr_size: u32,
 }
 
 impl Chains {
-    pub(crate) fn new(btf: &Btf) -> Chains {
+    /// The memo for `btf`, whose pointers are `ptr_size` bytes.
+    pub(crate) fn new(btf: &Btf, ptr_size: u32) -> Chains {
         let count = btf.type_count() as usize;
         let mut c = Chains {
             end: vec![UNKNOWN; count + 1],
             arrays: vec![Suffix::Unknown; count + 1],
+            ptr_size,
         };
         c.end[0] = 0;
         let mut path = Vec::new();
@@ -120,7 +124,7 @@ impl Chains {
         };
         let size = match &t.kind {
             TypeKind::Array { .. } => return Err(e),
-            TypeKind::Ptr(_) => Some(8),
+            TypeKind::Ptr(_) => Some(self.ptr_size),
             TypeKind::Datasec { .. } => None,
             k => k.size(),
         };
@@ -379,7 +383,7 @@ mod tests {
                     kind,
                 });
             }
-            let c = Chains::new(&b);
+            let c = Chains::new(&b, 8);
             let bad = bad_type_tag_order(&b);
             for id in 0..=n + 1 {
                 let id = TypeId(id);

@@ -7,8 +7,9 @@
 //! bitfields, DATASEC entries, DECL_TAG targets and loops. It reports every problem it
 //! finds, each naming the type id, so a bad encoder output is easy to pin down.
 //!
-//! Where the kernel's rule depends on the machine it runs on (pointer size) we assume a
-//! 64-bit target, which is what we encode for.
+//! Where the kernel's rule depends on the machine it runs on (pointer size), the
+//! target's pointer size is guessed from the BTF as libbpf does (the size of `long`),
+//! so 32-bit targets' BTF is checked with 4-byte pointers.
 
 use super::*;
 use std::fmt;
@@ -19,8 +20,39 @@ pub const MAX_TYPE: u32 = 0x000f_ffff;
 pub const MAX_NAME_OFFSET: u32 = 0x00ff_ffff;
 /// Longest name the kernel accepts (`KSYM_NAME_LEN`).
 pub const MAX_NAME_LEN: usize = 512;
-/// Pointer size of the target (the kernel checks against its own `sizeof(void *)`).
-const PTR_SIZE: u32 = 8;
+/// Pointer size assumed when the BTF has no `long` to tell (libbpf's fallback, its
+/// own `sizeof(void *)` on a 64-bit host).
+const DEFAULT_PTR_SIZE: u32 = 8;
+
+/// libbpf's `determine_ptr_size`: the size of the first 4- or 8-byte INT named as
+/// one of C's spellings of `long` / `unsigned long`, base types first; 8 if none.
+/// (The kernel checks against its own `sizeof(void *)`, which is the target's.)
+pub fn pointer_size(btf: &Btf) -> u32 {
+    const LONGS: [&[u8]; 11] = [
+        b"long",
+        b"long int",
+        b"int long",
+        b"unsigned long",
+        b"long unsigned",
+        b"unsigned long int",
+        b"unsigned int long",
+        b"long unsigned int",
+        b"long int unsigned",
+        b"int unsigned long",
+        b"int long unsigned",
+    ];
+    (1..=btf.type_count())
+        .filter_map(|i| btf.get(TypeId(i)))
+        .find_map(|t| match t.kind {
+            TypeKind::Int { size: size @ (4 | 8), .. }
+                if btf.str_bytes(t.name).is_some_and(|n| LONGS.contains(&n)) =>
+            {
+                Some(size)
+            }
+            _ => None,
+        })
+        .unwrap_or(DEFAULT_PTR_SIZE)
+}
 
 /// One reason a BTF blob is invalid.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,12 +99,8 @@ pub fn check_layout(data: &[u8]) -> Vec<Problem> {
         word(16) as u64,
         word(20) as u64,
     );
-    if big && hdr_len != read::HEADER_LEN as u64 {
-        // libbpf only byte-swaps the classic header.
-        bad(format!(
-            "big-endian BTF with a {hdr_len}-byte header (libbpf accepts only 24)"
-        ));
-    }
+    // A header of either byte order may be longer than the classic 24 bytes (libbpf
+    // ≥ 1.8 swaps its layout words too); the reader has refused a shorter one.
     if type_off != 0 {
         bad(format!(
             "type section at offset {type_off}, not right after the header"
@@ -97,11 +125,13 @@ pub fn check_layout(data: &[u8]) -> Vec<Problem> {
 /// Checks a parsed BTF (its own types; a split BTF's base is assumed valid) and
 /// returns every problem found, in type id order.
 pub fn validate(btf: &Btf) -> Vec<Problem> {
+    let ptr_size = pointer_size(btf);
     let mut v = Validator {
         btf,
         out: Vec::new(),
         cur: TypeId(0),
-        chains: super::chains::Chains::new(btf),
+        chains: super::chains::Chains::new(btf, ptr_size),
+        ptr_size,
     };
     v.check_strings();
     v.check_metas();
@@ -152,6 +182,8 @@ struct Validator<'a> {
     cur: TypeId,
     /// Chain ends and array sizes, computed once for all types.
     chains: super::chains::Chains,
+    /// The target's pointer size ([`pointer_size`]).
+    ptr_size: u32,
 }
 
 /// `btf_name_valid_identifier`: a C identifier of at most `MAX_NAME_LEN` bytes.
@@ -577,7 +609,7 @@ impl<'a> Validator<'a> {
             return Resolved::Broken;
         };
         match &t.kind {
-            TypeKind::Ptr(_) => Resolved::Sized(t, PTR_SIZE),
+            TypeKind::Ptr(_) => Resolved::Sized(t, self.ptr_size),
             TypeKind::Array { .. } => match self.chains.array_size(TypeId(end)) {
                 Some(s) => Resolved::Sized(t, s),
                 None => Resolved::Broken,
@@ -830,7 +862,7 @@ impl<'a> Validator<'a> {
                     self.problem(format!("{at}: FLOAT member with bitfield size {bf}"));
                     return;
                 }
-                let align_bits = (PTR_SIZE.min(*fsize) as u64) * 8;
+                let align_bits = (self.ptr_size.min(*fsize) as u64) * 8;
                 if align_bits == 0 || !bit_off.is_multiple_of(align_bits) {
                     self.problem(format!("{at}: FLOAT at bit offset {bit_off} is misaligned"));
                 } else if exceeds(bit_off / 8 + *fsize as u64) {
@@ -1090,6 +1122,67 @@ mod tests {
             }),
         });
         assert_eq!(validate(&b), vec![]);
+    }
+
+    /// `struct list { struct list *next, *prev; }` of `size`, with `long` of
+    /// `long_size` bytes (the target's pointer size, as libbpf guesses it).
+    fn two_pointers(long_size: u32, size: u32) -> Btf {
+        let mut b = base();
+        let long = b.push_str(b"long int");
+        b.push_type(Type {
+            name: long,
+            kind: TypeKind::Int {
+                size: long_size,
+                encoding: INT_SIGNED,
+                offset: 0,
+                bits: (long_size * 8) as u8,
+            },
+        });
+        let (s, next, prev) = (b.push_str(b"list"), b.push_str(b"next"), b.push_str(b"prev"));
+        b.push_type(Type {
+            name: StrOffset::EMPTY,
+            kind: TypeKind::Ptr(TypeId(4)),
+        });
+        let m = |name, bits| Member {
+            name,
+            type_id: TypeId(3),
+            offset: bits,
+        };
+        b.push_type(Type {
+            name: s,
+            kind: TypeKind::Struct(Composite {
+                size,
+                kflag: false,
+                members: vec![m(next, 0), m(prev, size * 4)],
+            }),
+        });
+        b
+    }
+
+    #[test]
+    fn pointer_size_is_the_size_of_long() {
+        assert_eq!(pointer_size(&base()), 8, "no long: libbpf's 64-bit default");
+        assert_eq!(pointer_size(&two_pointers(4, 8)), 4);
+        assert_eq!(validate(&two_pointers(4, 8)), vec![], "32-bit target");
+        assert_eq!(validate(&two_pointers(8, 16)), vec![], "64-bit target");
+        let p = validate(&two_pointers(8, 8));
+        assert!(p.iter().any(|p| p.what.contains("run past")), "{p:?}");
+    }
+
+    #[test]
+    fn big_endian_header_of_32_bytes_is_accepted() {
+        let mut b = two_pointers(8, 16);
+        b.set_endian(Endian::Big);
+        b.set_header_extra(vec![0; 8]);
+        let bytes = write::to_bytes(&b);
+        assert_eq!(&bytes[..2], &[0xeb, 0x9f]);
+        let back = parse_checked(&bytes, None).expect("libbpf >= 1.8 reads it");
+        assert_eq!(back.types(), b.types());
+        assert_eq!(back.header_extra(), &[0; 8]);
+        // A non-zero word past the classic header is still refused.
+        let mut bad = bytes.clone();
+        bad[27] = 1;
+        assert!(parse_checked(&bad, None).is_err());
     }
 
     #[test]

@@ -345,7 +345,8 @@ pub struct CuTypes<'a> {
     pub loclists_start: u64,
     /// The order pahole adds the types in, as indices into `types`, when it is
     /// not DIE order (empty then): a struct or union whose DIE contains type DIEs
-    /// (in gcc's output, only types local to a function) comes after them.
+    /// (in gcc's output, only types local to a function) comes after them, and a
+    /// pointer after its `btf_type_tag` children (clang's).
     pub order: &'a [u32],
 }
 
@@ -1283,6 +1284,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 // pointer → t2 → t1 → pointee (each tag applies to what follows).
                 let tags = &s.ptr_tags[f.tag_start as usize..];
                 if let Some(&last) = tags.last() {
+                    // pahole adds the tags to the unit as it reads them, then the
+                    // pointer: the pointer comes after them, as a struct after
+                    // its nested types.
+                    self.nests.push((f.index, last));
                     let last_off = self.offsets[last as usize];
                     let pointee = match &mut self.types[f.index as usize] {
                         TypeDie::Ref { ty, .. } => std::mem::replace(ty, DieRef(last_off)),

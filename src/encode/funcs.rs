@@ -844,13 +844,14 @@ fn is_breg(op: u8) -> bool {
     (DW_OP_BREG0..DW_OP_BREG0 + 32).contains(&op)
 }
 
-/// The opcodes of an expression (at most 4 are needed), each with, for an
-/// entry value whose block is a single `DW_OP_regN`, that N. An undecodable tail
-/// ends the list with a placeholder opcode 0.
+/// The opcodes of an expression, all of them (clang's moved parameters are
+/// `DW_OP_bregN … DW_OP_stack_value` of six operations or more), each with, for
+/// an entry value whose block is a single `DW_OP_regN`, that N. An undecodable
+/// tail ends the list with a placeholder opcode 0.
 fn decode_ops(expr: &[u8], encoding: gimli::Encoding) -> Vec<(u8, Option<u8>)> {
     let mut out = Vec::new();
     let mut r = gimli::EndianSlice::new(expr, gimli::RunTimeEndian::Little);
-    while !r.is_empty() && out.len() < 4 {
+    while !r.is_empty() {
         let code = r.slice()[0];
         match gimli::Operation::parse(&mut r, encoding) {
             Ok(gimli::Operation::EntryValue { expression }) => {
@@ -1011,6 +1012,11 @@ mod tests {
             reg(&[0x75, 0x00, 0x94, 0x04, 0x9f]),
             Some(5),
             "breg5; deref_size; stack_value"
+        );
+        assert_eq!(
+            reg(&[0x75, 0x00, 0x10, 0xff, 0x01, 0x1a, 0x30, 0x22, 0x9f]),
+            Some(5),
+            "breg5; constu 255; and; lit0; plus; stack_value (six operations)"
         );
         assert_eq!(reg(&[0xa3, 0x01, 0x54]), Some(4), "entry_value(reg4)");
         assert_eq!(

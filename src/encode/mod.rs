@@ -17,7 +17,10 @@ use crate::btf::{
     Btf, Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
 };
 use crate::dwarf::types::{CuTypes, DieRef, Name, RefKind, TypeDie};
-use gimli::constants::{DW_ATE_boolean, DW_ATE_signed, DW_ATE_signed_char};
+use gimli::constants::{
+    DW_ATE_boolean, DW_ATE_complex_float, DW_ATE_float, DW_ATE_imaginary_float, DW_ATE_signed,
+    DW_ATE_signed_char,
+};
 use std::sync::Arc;
 use strings::StrIndex;
 
@@ -206,9 +209,9 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
             TypeDie::Base {
                 name,
                 byte_size,
-                bit_size,
                 encoding,
-            } => base_type(st, name, byte_size, bit_size, encoding),
+                ..
+            } => base_type(st, name, byte_size, encoding)?,
             TypeDie::Ref { kind, name, ty } => {
                 let to = enc.id(ty);
                 match kind {
@@ -449,40 +452,38 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
     Ok(())
 }
 
-/// An INT or FLOAT for a base type, as pahole's `btf_encoder__add_base_type`.
+/// An INT or FLOAT for a base type, as pahole's `btf_encoder__add_base_type`: the
+/// signedness, boolean and float facts come from `DW_AT_encoding` (so plain `char`
+/// is SIGNED where the compiler says `DW_ATE_signed_char`, as in kernels built
+/// without `-funsigned-char`), the size from `DW_AT_byte_size`.
 fn base_type<'n>(
     st: &EncoderState,
     name: Name<'n>,
     byte_size: u32,
-    bit_size: u32,
     encoding: u8,
-) -> (Name<'n>, TypeKind) {
-    // 'char' is DW_ATE_signed_char in gcc's DWARF yet pahole leaves it unsigned;
-    // 'signed char' keeps its SIGNED bit.
-    let signed =
-        encoding == DW_ATE_signed.0 || (encoding == DW_ATE_signed_char.0 && !name.is(b"char"));
-    let is_float = name.is(b"float") || name.is(b"double") || name.is(b"long double");
+) -> Result<(Name<'n>, TypeKind), EncodeError> {
     let mut enc = 0;
-    if signed {
+    if encoding == DW_ATE_signed.0 || encoding == DW_ATE_signed_char.0 {
         enc = crate::btf::INT_SIGNED;
     } else if encoding == DW_ATE_boolean.0 {
         enc = crate::btf::INT_BOOL;
-    } else if is_float && st.features.float {
-        return (
-            name,
-            TypeKind::Float {
-                size: bit_size.div_ceil(8),
-            },
-        );
+    } else if st.features.float && encoding == DW_ATE_float.0 {
+        return Ok((name, TypeKind::Float { size: byte_size }));
+    } else if st.features.float
+        && (encoding == DW_ATE_complex_float.0 || encoding == DW_ATE_imaginary_float.0)
+    {
+        return Err(EncodeError(format!(
+            "base type '{}': complex and imaginary floats have no BTF encoding (pahole refuses them too)",
+            String::from_utf8_lossy(name.bytes())
+        )));
     }
-    let _ = byte_size;
-    let mut size = bit_size.div_ceil(8);
+    let mut size = byte_size;
     let mut name = name;
     if size == 0 || !size.is_power_of_two() || size > 16 {
         name = Name::new(b"__SANITIZED_FAKE_INT__");
         size = 4;
     }
-    (
+    Ok((
         name,
         TypeKind::Int {
             size,
@@ -490,7 +491,7 @@ fn base_type<'n>(
             offset: 0,
             bits: (size * 8) as u8,
         },
-    )
+    ))
 }
 
 /// Assigns the BTF id of every type DIE of the unit (`ALIAS` for those not encoded).
