@@ -665,4 +665,3 @@ pub fn dedup_output(btf: Btf) -> Result<Vec<u8>, String> {
     crate::dedup::dedup_bytes_owned_encoded(btf, crate::dedup::Compat::Upstream)
         .map_err(|e| format!("dedup: {e}"))
 }
-

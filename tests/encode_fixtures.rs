@@ -198,21 +198,26 @@ fn render(btf: &Btf) -> String {
 
 /// Checks `fixture` compiled each way against `STEM.CC.expected` (gcc and clang
 /// name base types differently, so each compiler has its own file; all its
-/// variants must give the same BTF).
+/// variants must give the same BTF), or `STEM.CC-ARCH.expected` for a
+/// `--target=ARCH-…` (targets differ in the signedness of `char`).
 fn check(fixture: &str, variants: &[(&str, &[&str])]) {
     let src = fixtures().join(fixture);
     let stem = src.file_stem().unwrap().to_string_lossy().into_owned();
     let mut ran = 0;
     let mut blessed = std::collections::HashSet::new();
     for (cc, args) in variants {
-        let exp_path = fixtures().join(format!("{stem}.{cc}.expected"));
+        let key = match args.iter().find_map(|a| a.strip_prefix("--target=")) {
+            Some(t) => format!("{cc}-{}", t.split('-').next().unwrap_or(t)),
+            None => cc.to_string(),
+        };
+        let exp_path = fixtures().join(format!("{stem}.{key}.expected"));
         let Some(obj) = compile(cc, args, &src, &format!("{cc}{}", args.join(""))) else {
             continue;
         };
         let btf = encode(&obj, Features::from_list("default"));
         let _ = std::fs::remove_file(&obj);
         let got = render(&btf);
-        if std::env::var_os("DWARF2BTF_BLESS").is_some() && blessed.insert(*cc) {
+        if std::env::var_os("DWARF2BTF_BLESS").is_some() && blessed.insert(key.clone()) {
             std::fs::write(&exp_path, &got).unwrap();
         }
         let want = std::fs::read_to_string(&exp_path).unwrap();

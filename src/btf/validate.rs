@@ -44,11 +44,10 @@ pub fn pointer_size(btf: &Btf) -> u32 {
     (1..=btf.type_count())
         .filter_map(|i| btf.get(TypeId(i)))
         .find_map(|t| match t.kind {
-            TypeKind::Int { size: size @ (4 | 8), .. }
-                if btf.str_bytes(t.name).is_some_and(|n| LONGS.contains(&n)) =>
-            {
-                Some(size)
-            }
+            TypeKind::Int {
+                size: size @ (4 | 8),
+                ..
+            } if btf.str_bytes(t.name).is_some_and(|n| LONGS.contains(&n)) => Some(size),
             _ => None,
         })
         .unwrap_or(DEFAULT_PTR_SIZE)
@@ -1138,7 +1137,11 @@ mod tests {
                 bits: (long_size * 8) as u8,
             },
         });
-        let (s, next, prev) = (b.push_str(b"list"), b.push_str(b"next"), b.push_str(b"prev"));
+        let (s, next, prev) = (
+            b.push_str(b"list"),
+            b.push_str(b"next"),
+            b.push_str(b"prev"),
+        );
         b.push_type(Type {
             name: StrOffset::EMPTY,
             kind: TypeKind::Ptr(TypeId(4)),

@@ -278,6 +278,11 @@ pub struct FuncDie<'a> {
     pub low_pc: u64,
     /// `DW_AT_declaration`.
     pub declaration: bool,
+    /// A non-zero `DW_AT_inline`: an abstract instance.
+    pub inlined: bool,
+    /// `DW_AT_calling_convention` is `DW_CC_nocall` (clang: the function does not
+    /// follow the ABI, its signature changed).
+    pub nocall: bool,
     /// The `DW_TAG_formal_parameter` children, in DIE order.
     pub params: &'a [FnParamDie<'a>],
     /// Has a `DW_TAG_unspecified_parameters` child.
@@ -317,6 +322,8 @@ pub struct LocCtx<'a> {
     pub lists: gimli::LocationLists<super::Reader<'a>>,
     /// The unit's encoding (version, address size).
     pub encoding: gimli::Encoding,
+    /// The byte order of the expressions' operands.
+    pub endian: gimli::RunTimeEndian,
 }
 
 /// The type DIEs of one unit, in DIE order, allocated in the unit's arena.
@@ -332,6 +339,9 @@ pub struct CuTypes<'a> {
     pub language: u16,
     /// Address size of the unit (pointer size).
     pub address_size: u8,
+    /// The unit's `DW_AT_producer` names clang (pahole reads clang's parameter
+    /// locations differently).
+    pub producer_clang: bool,
     /// Unit-level subprograms, in DIE order.
     pub funcs: &'a [FuncDie<'a>],
     /// Unit-level variables, in DIE order.
@@ -368,6 +378,7 @@ impl<'a> CuTypes<'a> {
             decl_tags: &[],
             language,
             address_size,
+            producer_clang: false,
             funcs: &[],
             vars: &[],
             locs: None,
@@ -445,6 +456,10 @@ struct Attrs<'a> {
     has_const: bool,
     external: bool,
     artificial: bool,
+    /// A non-zero `DW_AT_inline`.
+    inline: bool,
+    /// `DW_AT_calling_convention` is `DW_CC_nocall`.
+    nocall: bool,
 }
 
 /// Children collected while their parent DIE is open; moved into the arena when it
@@ -555,8 +570,10 @@ fn concat<'a>(parts: &[CuTypes<'a>], bump: &'a Bump) -> Result<CuTypes<'a>, Stri
         offsets: offsets.into_bump_slice(),
         types: types.into_bump_slice(),
         decl_tags: decl_tags.into_bump_slice(),
+        // pahole's merged unit takes these from the first unit.
         language: p0.language,
         address_size: p0.address_size,
+        producer_clang: p0.producer_clang,
         funcs: funcs.into_bump_slice(),
         vars: vars.into_bump_slice(),
         locs,
@@ -621,6 +638,7 @@ fn parse_cu_at<'a, 'i: 'a>(
         str_offsets_base,
         addr_base,
         loclists_base,
+        producer,
     } = p.root(data).map_err(|e| dw.unit_error(idx, e))?;
     if exclude.contains(&language) {
         return Ok(CuTypes::empty(language, encoding.address_size));
@@ -629,6 +647,7 @@ fn parse_cu_at<'a, 'i: 'a>(
     p.enc.str_offsets_base = str_offsets_base;
     p.addr_base = addr_base;
     p.loclists_base = loclists_base;
+    let producer_clang = producer.is_some_and(|v| p.producer_is_clang(v));
     let mut scratch = Scratch::default();
     p.run(data, &mut scratch)
         .map_err(|e| dw.unit_error(idx, e))?;
@@ -639,11 +658,17 @@ fn parse_cu_at<'a, 'i: 'a>(
         decl_tags: p.decl_tags.into_bump_slice(),
         language,
         address_size: encoding.address_size,
+        producer_clang,
         funcs: p.funcs.into_bump_slice(),
         vars: p.vars.into_bump_slice(),
         locs: Some(LocCtx {
             lists: dw.dwarf.locations,
             encoding,
+            endian: if dw.input.is_little_endian() {
+                gimli::RunTimeEndian::Little
+            } else {
+                gimli::RunTimeEndian::Big
+            },
         }),
         loclists_start: if loclists_base != 0 {
             loclists_base
@@ -683,11 +708,13 @@ struct Parser<'a, 'i, 'u> {
 
 /// The attributes of a unit's root DIE that reading its other DIEs needs.
 #[derive(Default)]
-struct RootAttrs {
+struct RootAttrs<'i> {
     language: u16,
     str_offsets_base: u64,
     addr_base: u64,
     loclists_base: u64,
+    /// `DW_AT_producer` as read (a strx form needs the string offsets base).
+    producer: Option<(gimli::DwForm, &'i [u8])>,
 }
 
 /// Abbreviation codes below this get a slot in the dense plan table.
@@ -719,7 +746,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     }
 
     /// Reads the attributes of the unit's root DIE that the other DIEs depend on.
-    fn root(&mut self, data: &'i [u8]) -> Result<RootAttrs, DieError> {
+    fn root(&mut self, data: &'i [u8]) -> Result<RootAttrs<'i>, DieError> {
         let enc = self.enc;
         let mut c = Cur::new(data, enc.little);
         let mut r = RootAttrs::default();
@@ -739,6 +766,13 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 DW_AT_str_offsets_base => Some(&mut r.str_offsets_base),
                 DW_AT_addr_base | DW_AT_GNU_addr_base => Some(&mut r.addr_base),
                 DW_AT_loclists_base => Some(&mut r.loclists_base),
+                DW_AT_producer => {
+                    // Read once the string offsets base is known.
+                    let at = c.pos();
+                    enc.skip(&mut c, form)?;
+                    r.producer = Some((form, &data[at..c.pos()]));
+                    continue;
+                }
                 _ => {
                     enc.skip(&mut c, form)?;
                     continue;
@@ -752,6 +786,16 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
         }
         Ok(r)
+    }
+
+    /// Whether the root's `DW_AT_producer` (`form`, its raw value) contains
+    /// "clang", as pahole's `attr_producer_clang` asks.
+    fn producer_is_clang(&self, (form, raw): (gimli::DwForm, &'i [u8])) -> bool {
+        let mut c = Cur::new(raw, self.enc.little);
+        match self.enc.read(&mut c, form, 0) {
+            Ok(Val::Str(s)) => s.bytes().windows(5).any(|w| w == b"clang"),
+            _ => false,
+        }
     }
 
     /// pahole's order of the unit's types: DIE order, except that a composite
@@ -1131,6 +1175,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     ret: a.ty,
                     low_pc,
                     declaration: a.declaration,
+                    inlined: a.inline,
+                    nocall: a.nocall,
                     params: &[],
                     varargs: false,
                     annots: &[],
@@ -1395,6 +1441,10 @@ fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
         DW_AT_declaration => a.declaration = matches!(v, Val::U(x) if x != 0),
         DW_AT_external => a.external = matches!(v, Val::U(x) if x != 0),
         DW_AT_artificial => a.artificial = matches!(v, Val::U(x) if x != 0),
+        DW_AT_inline => a.inline = matches!(v, Val::U(x) if x != 0),
+        DW_AT_calling_convention => {
+            a.nocall = matches!(v, Val::U(x) if x == u64::from(DW_CC_nocall.0))
+        }
         DW_AT_abstract_origin => {
             if let Val::Ref(o) = v {
                 a.origin = DieRef(o as u32);
@@ -1483,6 +1533,8 @@ fn is_needed(name: DwAt) -> bool {
             | DW_AT_specification
             | DW_AT_low_pc
             | DW_AT_location
+            | DW_AT_inline
+            | DW_AT_calling_convention
     )
 }
 

@@ -12,7 +12,9 @@
 use super::vars::VarSections;
 use super::{EncodeError, EncoderState, Features};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
-use crate::dwarf::types::{CuTypes, DieRef, FnParamDie, FuncDie, LocDie, Name, RefKind, TypeDie};
+use crate::dwarf::types::{
+    CuTypes, DieRef, FnParamDie, FuncDie, LocCtx, LocDie, Name, RefKind, TypeDie,
+};
 use crate::kfuncs::{Kfuncs, KF_ARENA_ARG1, KF_ARENA_ARG2, KF_ARENA_RET, KF_FASTCALL};
 use crate::symbols::ElfSymbols;
 use object::elf;
@@ -31,6 +33,68 @@ const UNCERTAIN_PARM_LOC: u8 = 1 << 3;
 const REORDERED_PARM: u8 = 1 << 4;
 /// `optimized_symbol`: the address is that of a `.isra` / `.constprop` clone.
 const OPTIMIZED_SYMBOL: u8 = 1 << 5;
+/// `signature_changed`: clang marked the function `DW_CC_nocall`.
+const SIGNATURE_CHANGED: u8 = 1 << 6;
+
+/// How the target passes arguments, by ELF machine: pahole's
+/// `arch__nr_register_params`, `arch__set_register_params` and
+/// `arch__agg_use_two_regs`.
+#[derive(Clone, Copy, Debug)]
+struct Abi {
+    /// Number of argument registers (0: the machine is not analysed).
+    nr_regs: usize,
+    /// The DWARF register of each argument slot, where pahole knows it (on
+    /// machines where it does not, any register is as expected).
+    regs: [Option<u8>; 8],
+    /// An aggregate up to two registers wide is passed in two (all but s390).
+    agg_two_regs: bool,
+}
+
+impl Abi {
+    fn of(machine: u16) -> Abi {
+        let known = |r: &[u8]| {
+            let mut a = [None; 8];
+            for (slot, &reg) in a.iter_mut().zip(r) {
+                *slot = Some(reg);
+            }
+            a
+        };
+        let (nr_regs, regs) = match machine {
+            elf::EM_S390 => (5, known(&[2, 3, 4, 5, 6])),
+            elf::EM_X86_64 => (6, known(&[5, 4, 1, 2, 8, 9])),
+            elf::EM_SPARC | elf::EM_SPARCV9 => (6, [None; 8]),
+            elf::EM_AARCH64 | elf::EM_ARM => (8, known(&[0, 1, 2, 3, 4, 5, 6, 7])),
+            elf::EM_ARC | elf::EM_MIPS | elf::EM_PPC | elf::EM_PPC64 | elf::EM_RISCV => {
+                (8, [None; 8])
+            }
+            _ => (0, [None; 8]),
+        };
+        Abi {
+            nr_regs,
+            regs,
+            agg_two_regs: machine != elf::EM_S390,
+        }
+    }
+
+    /// The register of argument slot `i`, if pahole knows it.
+    fn expected(&self, i: usize) -> Option<u8> {
+        self.regs.get(i).copied().flatten()
+    }
+}
+
+/// What pahole's `parameter__new` records of one parameter's location, with what
+/// concrete instances share with their abstract origin (`ftype__recode_dwarf_types`).
+#[derive(Clone, Copy, Debug, Default)]
+struct ParamLoc {
+    /// Has a `DW_AT_location`.
+    has_loc: bool,
+    /// The register it is in on entry, as pahole reads the location.
+    reg: Option<u8>,
+    /// pahole's `type_byte_size`.
+    size: u64,
+    /// Wider than the registers that would carry it: passed in memory.
+    in_memory: bool,
+}
 
 /// One unit's view of one function, kept until all units are encoded.
 #[derive(Clone, Copy, Debug)]
@@ -83,10 +147,8 @@ struct Merged {
 pub struct FuncEncoder {
     syms: Arc<ElfSymbols>,
     kfuncs: Kfuncs,
-    /// DWARF register numbers of the argument registers, in order (by e_machine).
-    regs: &'static [u8],
-    /// Whether each parameter takes one register slot whatever its size (s390).
-    one_slot: bool,
+    /// The target's argument registers.
+    abi: Abi,
     /// The function table's names → index (a hash lookup per subprogram instead
     /// of a binary search over string compares).
     by_name: HashMap<Box<[u8]>, u32>,
@@ -100,9 +162,11 @@ pub struct FuncEncoder {
     /// Per-unit scratch: (unit offset, function index, parameter index) of every
     /// parameter of the unit, sorted by offset.
     param_index: Vec<(u32, u32, u32)>,
-    /// Per-unit scratch: for each parameter (as in `param_index` order), the
-    /// concrete parameter whose location it shares.
-    share: Vec<Option<(u32, u32)>>,
+    /// Per-unit scratch: the location facts of every parameter of the unit, by
+    /// function and parameter in DIE order (`func_start[f] + p`).
+    locs: Vec<ParamLoc>,
+    /// Per-unit scratch: where each function's parameters start in `locs`.
+    func_start: Vec<u32>,
     /// The deferred records of a merged unit (None for ordinary units).
     merged: Option<Box<Merged>>,
 }
@@ -125,12 +189,7 @@ impl FuncEncoder {
                 ));
             }
         }
-        let (regs, one_slot): (&'static [u8], bool) = match syms.machine {
-            elf::EM_X86_64 => (&[5, 4, 1, 2, 8, 9], false),
-            elf::EM_AARCH64 | elf::EM_ARM => (&[0, 1, 2, 3, 4, 5, 6, 7], false),
-            elf::EM_S390 => (&[2, 3, 4, 5, 6], true),
-            _ => (&[], false),
-        };
+        let abi = Abi::of(syms.machine);
         let vars = VarSections::new(&syms, features);
         let by_name = syms
             .functions
@@ -143,14 +202,14 @@ impl FuncEncoder {
             by_name,
             syms,
             kfuncs,
-            regs,
-            one_slot,
+            abi,
             saved: Vec::new(),
             parms: Vec::new(),
             annots: Vec::new(),
             vars,
             param_index: Vec::new(),
-            share: Vec::new(),
+            locs: Vec::new(),
+            func_start: Vec::new(),
             unmapped: Default::default(),
             merged: None,
         })
@@ -266,7 +325,7 @@ impl FuncEncoder {
         self.index_params(cu);
         let syms = Arc::clone(&self.syms);
         let table = &syms.functions;
-        for f in cu.funcs {
+        for (fi, f) in cu.funcs.iter().enumerate() {
             if f.declaration {
                 continue;
             }
@@ -285,7 +344,7 @@ impl FuncEncoder {
                 continue;
             };
             let ef = table.get(fidx as usize);
-            let mut flags = self.analyze(cu, f);
+            let mut flags = self.analyze(cu, fi);
             if self.uncertain_parm_loc(cu, f) {
                 flags |= UNCERTAIN_PARM_LOC;
             }
@@ -331,12 +390,15 @@ impl FuncEncoder {
         }
     }
 
-    /// Indexes the unit's subprogram parameters by offset, and which concrete
-    /// parameter (the last with a location) each abstract one shares its location
-    /// with (pahole copies location facts to the abstract origin).
+    /// Indexes the unit's subprogram parameters by offset and reads their
+    /// locations; then, as pahole's `ftype__recode_dwarf_types` does in DIE order,
+    /// each concrete parameter shares its location facts with its abstract origin.
     fn index_params(&mut self, cu: &CuTypes<'_>) {
         self.param_index.clear();
+        self.locs.clear();
+        self.func_start.clear();
         for (fi, f) in cu.funcs.iter().enumerate() {
+            self.func_start.push(self.param_index.len() as u32);
             for (pi, p) in f.params.iter().enumerate() {
                 self.param_index.push((p.off, fi as u32, pi as u32));
             }
@@ -345,17 +407,60 @@ impl FuncEncoder {
         if !self.param_index.windows(2).all(|w| w[0].0 < w[1].0) {
             self.param_index.sort_unstable();
         }
-        self.share.clear();
-        self.share.resize(self.param_index.len(), None);
+        let mut locs = std::mem::take(&mut self.locs);
+        for f in cu.funcs {
+            locs.extend(f.params.iter().map(|p| self.own_loc(cu, p)));
+        }
+        self.locs = locs;
         for (fi, f) in cu.funcs.iter().enumerate() {
             for (pi, p) in f.params.iter().enumerate() {
-                if p.origin.0 == 0 || !p.has_loc {
+                if p.origin.0 == 0 {
                     continue;
                 }
-                if let Some(k) = self.param_slot(p.origin) {
-                    self.share[k] = Some((fi as u32, pi as u32));
+                let Some(k) = self.param_slot(p.origin) else {
+                    continue;
+                };
+                let (_, ofi, opi) = self.param_index[k];
+                let from = self.locs[(self.func_start[fi] + pi as u32) as usize];
+                let to = &mut self.locs[(self.func_start[ofi as usize] + opi) as usize];
+                to.has_loc |= from.has_loc;
+                if from.reg.is_some() {
+                    to.reg = from.reg;
                 }
+                if from.size != 0 {
+                    to.size = from.size;
+                }
+                to.in_memory |= from.in_memory;
             }
+        }
+    }
+
+    /// What pahole's `parameter__new` reads of parameter `p`'s own DIE.
+    fn own_loc(&self, cu: &CuTypes<'_>, p: &FnParamDie<'_>) -> ParamLoc {
+        // `get_type_byte_size`: the origin's type when there is an origin.
+        let ty = if p.origin.0 != 0 {
+            self.param_at(cu, p.origin)
+                .map_or(DieRef::VOID, |(o, _)| o.ty)
+        } else {
+            p.ty
+        };
+        let size = param_byte_size(cu, ty, 0);
+        let addr = cu.address_size as u64;
+        let wide = self.abi.agg_two_regs && size > addr;
+        ParamLoc {
+            has_loc: p.has_loc,
+            reg: if p.has_loc {
+                loc_reg(cu, p.loc, wide)
+            } else {
+                None
+            },
+            size,
+            in_memory: size
+                > if self.abi.agg_two_regs {
+                    2 * addr
+                } else {
+                    addr
+                },
         }
     }
 
@@ -394,50 +499,75 @@ impl FuncEncoder {
         (name, ty)
     }
 
-    /// pahole's per-function location analysis (docs §4): `optimized_parms`,
-    /// `unexpected_reg` and `reordered_parm`.
-    fn analyze(&self, cu: &CuTypes<'_>, f: &FuncDie<'_>) -> u8 {
-        let (mut optimized, mut unexpected, mut reordered, mut has_struct) =
-            (false, false, false, false);
-        let mut reg_idx = 0usize;
+    /// pahole's per-function location analysis (docs §4;
+    /// `function__analyze_parameter_locations`): `optimized_parms`,
+    /// `unexpected_reg`, `reordered_parm` and clang's `signature_changed`.
+    fn analyze(&self, cu: &CuTypes<'_>, fi: usize) -> u8 {
+        let f = &cu.funcs[fi];
+        let locs = &self.locs[self.func_start[fi] as usize..][..f.params.len()];
+        let abi = &self.abi;
+        let addr = cu.address_size as u64;
+        let changed = cu.producer_clang && signature_changed(cu, f);
+        let (mut optimized, mut unexpected, mut reordered) = (false, false, false);
         for (i, p) in f.params.iter().enumerate() {
-            let mut q = p;
             if p.origin.0 != 0 {
                 if let Some((_, oi)) = self.param_at(cu, p.origin) {
-                    if oi as usize != i {
-                        reordered = true;
-                    }
+                    reordered |= oi as usize != i;
                 }
-            } else if !p.has_loc {
-                if let Some((sf, sp)) = self.param_slot(DieRef(p.off)).and_then(|k| self.share[k]) {
-                    q = &cu.funcs[sf as usize].params[sp as usize];
-                }
-            }
-            let ty = self.param_origin(cu, p).1;
-            let (is_struct, size) = (is_struct(cu, ty), type_size(cu, ty, 0));
-            has_struct |= is_struct;
-            // Register slots: one, or one per 8 bytes of an aggregate passed in
-            // registers (over 16 bytes it goes to memory: one slot, as pahole counts).
-            let slots = if self.one_slot || size <= 8 || size > 16 {
-                1
-            } else {
-                size.div_ceil(8) as usize
-            };
-            if q.has_loc {
-                if reg_idx >= self.regs.len() {
-                    continue;
-                }
-                match loc_reg(cu, q.loc) {
-                    None => optimized = true,
-                    Some(r) if r != self.regs[reg_idx] => unexpected = true,
-                    Some(_) => {}
-                }
-                reg_idx += slots;
-            } else {
-                optimized = true;
-                reg_idx += slots;
             }
         }
+        // Register slots (`parameter__abi_slots`): one, or one per register of an
+        // aggregate wider than a register.
+        let slots = |l: &ParamLoc| {
+            if !abi.agg_two_regs || l.size <= addr || addr == 0 {
+                1
+            } else {
+                l.size.div_ceil(addr).max(1) as usize
+            }
+        };
+        let mut reg_idx = 0usize;
+        if cu.producer_clang && !changed {
+            // clang, signature unchanged: each register must be one of the
+            // parameter's slots (`function__match_clang_parameter_locations`).
+            for l in locs {
+                if l.in_memory {
+                    continue;
+                }
+                if reg_idx >= abi.nr_regs {
+                    break;
+                }
+                let n = slots(l);
+                if let Some(r) = l.reg {
+                    let window = reg_idx..(reg_idx + n).min(abi.nr_regs);
+                    unexpected |= !window.into_iter().any(|k| abi.expected(k) == Some(r));
+                }
+                reg_idx += n;
+            }
+        } else {
+            for l in locs {
+                let available = reg_idx < abi.nr_regs;
+                let mut consumes = true;
+                if l.has_loc {
+                    if !available {
+                        consumes = false;
+                    } else if l.reg.is_none() {
+                        optimized = true;
+                    } else if abi.expected(reg_idx).is_some_and(|e| Some(e) != l.reg) {
+                        unexpected = true;
+                    }
+                }
+                if consumes {
+                    reg_idx += if l.in_memory { 1 } else { slots(l) };
+                }
+            }
+        }
+        optimized |= locs.iter().any(|l| !l.has_loc);
+        // A struct parameter may take several registers, which throws the mapping
+        // off: pahole does not trust `unexpected_reg` then.
+        let has_struct = f
+            .params
+            .iter()
+            .any(|p| is_struct(cu, self.param_origin(cu, p).1));
         let mut flags = 0;
         if optimized {
             flags |= OPTIMIZED_PARMS;
@@ -448,13 +578,16 @@ impl FuncEncoder {
         if reordered {
             flags |= REORDERED_PARM;
         }
+        if changed {
+            flags |= SIGNATURE_CHANGED;
+        }
         flags
     }
 
     /// pahole's `ftype__has_uncertain_arg_loc`: a named packed struct passed by
     /// value beyond the argument registers.
     fn uncertain_parm_loc(&self, cu: &CuTypes<'_>, f: &FuncDie<'_>) -> bool {
-        let n = self.regs.len();
+        let n = self.abi.nr_regs;
         if f.params.len() < n {
             return false;
         }
@@ -642,9 +775,23 @@ fn arena_ptr(st: &mut EncoderState, id: TypeId) -> Option<TypeId> {
 }
 
 /// pahole's "skip optimized": optimized-out parameters at the address of a clone
-/// symbol (without `true_signature`; `signature_changed` is clang-only).
+/// symbol or in a function whose signature clang changed (without
+/// `true_signature`).
 fn skip_optimized(s: &SavedFunc) -> bool {
-    s.flags & OPTIMIZED_PARMS != 0 && s.flags & OPTIMIZED_SYMBOL != 0
+    s.flags & OPTIMIZED_PARMS != 0 && s.flags & (OPTIMIZED_SYMBOL | SIGNATURE_CHANGED) != 0
+}
+
+/// pahole's `function__signature_changed` (asked of clang's units only): an
+/// abstract instance's never changed; otherwise `DW_CC_nocall` on the function or
+/// on its abstract origin.
+fn signature_changed(cu: &CuTypes<'_>, f: &FuncDie<'_>) -> bool {
+    if f.inlined {
+        return false;
+    }
+    if f.origin.0 == 0 {
+        return f.nocall;
+    }
+    func_at(cu, f.origin).is_some_and(|o| o.nocall)
 }
 
 /// A subprogram's name: its own, else its abstract origin's, else its
@@ -699,15 +846,50 @@ fn strip<'c, 'a>(cu: &'c CuTypes<'a>, mut r: DieRef) -> Option<&'c TypeDie<'a>> 
     None
 }
 
-/// Whether `r` is a struct (not a union) once typedefs and qualifiers are removed.
-fn is_struct(cu: &CuTypes<'_>, r: DieRef) -> bool {
-    matches!(
-        strip(cu, r),
-        Some(TypeDie::Composite {
-            is_union: false,
+/// pahole's `param__is_struct`: `r` is a struct (not a union) once typedefs and
+/// `const` are removed.
+fn is_struct(cu: &CuTypes<'_>, mut r: DieRef) -> bool {
+    for _ in 0..64 {
+        match cu.index_of(r).map(|i| &cu.types[i]) {
+            Some(TypeDie::Composite {
+                is_union: false, ..
+            }) => return true,
+            Some(TypeDie::Ref {
+                kind: RefKind::Typedef | RefKind::Const,
+                ty,
+                ..
+            }) => r = *ty,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// pahole's `__get_type_byte_size` for a parameter of type `r`: a pointer is the
+/// unit's address size; a type without `DW_AT_byte_size` (typedef, qualifier,
+/// array, declaration) has the size of the type it refers to.
+fn param_byte_size(cu: &CuTypes<'_>, r: DieRef, depth: u32) -> u64 {
+    let Some(i) = cu.index_of(r).filter(|_| depth < 64) else {
+        return 0;
+    };
+    let sized = |size: u32, ty: DieRef| {
+        if size != 0 {
+            size as u64
+        } else {
+            param_byte_size(cu, ty, depth + 1)
+        }
+    };
+    match cu.types[i] {
+        TypeDie::Base { byte_size, .. } => byte_size as u64,
+        TypeDie::Composite { size, .. } => size as u64,
+        TypeDie::Enum { size, ty, .. } => sized(size, ty),
+        TypeDie::Ref {
+            kind: RefKind::Pointer,
             ..
-        })
-    )
+        } => cu.address_size as u64,
+        TypeDie::Ref { ty, .. } | TypeDie::Array { ty, .. } => sized(0, ty),
+        TypeDie::Proto { .. } => 0,
+    }
 }
 
 /// pahole's `tag__size`: the size in bytes of type `r` (0 for void, incomplete
@@ -772,38 +954,64 @@ fn is_packed(cu: &CuTypes<'_>, r: DieRef) -> bool {
     !(*size as u64).is_multiple_of(max_align)
 }
 
-/// The register a parameter is in on entry (docs §4): `DW_OP_regN` as the first
-/// entry, `DW_OP_bregN … DW_OP_stack_value` as the first entry, or any entry that
-/// is just `DW_OP_entry_value(DW_OP_regN)`.
-fn loc_reg(cu: &CuTypes<'_>, loc: LocDie<'_>) -> Option<u8> {
+/// The register a parameter is in on entry, as pahole's
+/// `parameter__decode_location` reads its `DW_AT_location` (docs §4): over the
+/// entries of a location list in order, the first of
+/// - `DW_OP_regN` alone, or `DW_OP_bregN` with a `DW_OP_stack_value`, in the
+///   first entry;
+/// - `DW_OP_entry_value(DW_OP_regN)` alone (`DW_OP_stack_value` aside), in any;
+/// - for a parameter `wide`r than a register and passed in several, the first
+///   `DW_OP_regN` of a longer expression (pieces), in any entry.
+///
+/// An expression starting with a constant gives none. An undecodable expression
+/// ends the list, as libdw stops there.
+fn loc_reg(cu: &CuTypes<'_>, loc: LocDie<'_>, wide: bool) -> Option<u8> {
     let locs = cu.locs.as_ref()?;
-    let mut reg = None;
-    let mut check = |k: usize, expr: &[u8]| {
-        let ops = decode_ops(expr, locs.encoding);
+    let mut ops = Vec::new();
+    // None: stop reading the list.
+    let mut entry = |k: usize, expr: &[u8]| -> Option<Option<u8>> {
+        decode_ops(expr, locs, &mut ops)?;
         let Some(&(first, inner)) = ops.first() else {
-            return;
+            return Some(None);
         };
-        let sv = ops.len() == 2 && ops[1].0 == DW_OP_STACK_VALUE;
-        let single = ops.len() == 1 || sv;
-        if reg.is_some() {
-            return;
+        let stack_value = ops.last().is_some_and(|o| o.0 == DW_OP_STACK_VALUE);
+        let n = if ops.len() == 2 && stack_value {
+            1
+        } else {
+            ops.len()
+        };
+        if n == 1 {
+            return Some(if k == 0 && is_reg(first) {
+                Some(first - DW_OP_REG0)
+            } else if k == 0 && is_breg(first) && stack_value {
+                Some(first - DW_OP_BREG0)
+            } else if first == DW_OP_ENTRY_VALUE || first == DW_OP_GNU_ENTRY_VALUE {
+                inner
+            } else {
+                None
+            });
         }
-        if k == 0 && is_reg(first) {
-            reg = Some(first - DW_OP_REG0);
-        } else if k == 0
-            && is_breg(first)
-            && (sv || !single && ops[1..].iter().any(|o| o.0 == DW_OP_STACK_VALUE))
-        {
-            reg = Some(first - DW_OP_BREG0);
-        } else if single && (first == DW_OP_ENTRY_VALUE || first == DW_OP_GNU_ENTRY_VALUE) {
-            if let Some(r) = inner {
-                reg = Some(r);
-            }
+        // `parameter__multi_exprs`.
+        if is_const(first) {
+            return Some(None);
         }
+        if !wide {
+            return Some(if k == 0 && is_reg(first) {
+                Some(first - DW_OP_REG0)
+            } else if k == 0 && is_breg(first) && ops[1..].iter().any(|o| o.0 == DW_OP_STACK_VALUE)
+            {
+                Some(first - DW_OP_BREG0)
+            } else {
+                None
+            });
+        }
+        // Pieces: the first register named (pahole keeps the first it sets,
+        // whichever piece it is in).
+        Some(ops.iter().find(|o| is_reg(o.0)).map(|o| o.0 - DW_OP_REG0))
     };
     match loc {
-        LocDie::None => {}
-        LocDie::Expr(e) => check(0, e),
+        LocDie::None => None,
+        LocDie::Expr(e) => entry(0, e).flatten(),
         LocDie::List(off) => {
             let mut it = locs
                 .lists
@@ -822,16 +1030,22 @@ fn loc_reg(cu: &CuTypes<'_>, loc: LocDie<'_>) -> Option<u8> {
                     | E::StartLength { data, .. } => data,
                     E::BaseAddress { .. } | E::BaseAddressx { .. } => continue,
                 };
-                check(k, data.0.slice());
-                k += 1;
+                match entry(k, data.0.slice()) {
+                    Some(Some(r)) => return Some(r),
+                    Some(None) => k += 1,
+                    None => return None,
+                }
             }
+            None
         }
     }
-    reg
 }
 
 const DW_OP_REG0: u8 = 0x50;
 const DW_OP_BREG0: u8 = 0x70;
+const DW_OP_LIT0: u8 = 0x30;
+const DW_OP_CONSTU: u8 = 0x10;
+const DW_OP_CONSTS: u8 = 0x11;
 const DW_OP_STACK_VALUE: u8 = 0x9f;
 const DW_OP_ENTRY_VALUE: u8 = 0xa3;
 const DW_OP_GNU_ENTRY_VALUE: u8 = 0xf3;
@@ -844,29 +1058,30 @@ fn is_breg(op: u8) -> bool {
     (DW_OP_BREG0..DW_OP_BREG0 + 32).contains(&op)
 }
 
-/// The opcodes of an expression, all of them (clang's moved parameters are
-/// `DW_OP_bregN … DW_OP_stack_value` of six operations or more), each with, for
-/// an entry value whose block is a single `DW_OP_regN`, that N. An undecodable
-/// tail ends the list with a placeholder opcode 0.
-fn decode_ops(expr: &[u8], encoding: gimli::Encoding) -> Vec<(u8, Option<u8>)> {
-    let mut out = Vec::new();
-    let mut r = gimli::EndianSlice::new(expr, gimli::RunTimeEndian::Little);
+/// `DW_OP_lit0` … `DW_OP_lit31`, `DW_OP_constu`, `DW_OP_consts`.
+fn is_const(op: u8) -> bool {
+    (DW_OP_LIT0..DW_OP_LIT0 + 32).contains(&op) || op == DW_OP_CONSTU || op == DW_OP_CONSTS
+}
+
+/// Decodes every operation of `expr` into `out` (clang's moved parameters are
+/// `DW_OP_bregN … DW_OP_stack_value` of six operations or more): each opcode with,
+/// for an entry value whose block is a single `DW_OP_regN`, that N. None if an
+/// operation cannot be decoded.
+fn decode_ops(expr: &[u8], locs: &LocCtx<'_>, out: &mut Vec<(u8, Option<u8>)>) -> Option<()> {
+    out.clear();
+    let mut r = gimli::EndianSlice::new(expr, locs.endian);
     while !r.is_empty() {
         let code = r.slice()[0];
-        match gimli::Operation::parse(&mut r, encoding) {
-            Ok(gimli::Operation::EntryValue { expression }) => {
+        match gimli::Operation::parse(&mut r, locs.encoding).ok()? {
+            gimli::Operation::EntryValue { expression } => {
                 let b = expression.slice();
                 let inner = (b.len() == 1 && is_reg(b[0])).then(|| b[0] - DW_OP_REG0);
                 out.push((code, inner));
             }
-            Ok(_) => out.push((code, None)),
-            Err(_) => {
-                out.push((0, None));
-                break;
-            }
+            _ => out.push((code, None)),
         }
     }
-    out
+    Some(())
 }
 
 /// pahole's `types__match` on one BTF: names and shapes, loose about `const`.
@@ -984,18 +1199,24 @@ fn fwd_kind(t: &Type) -> crate::btf::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dwarf::types::LocCtx;
 
     fn unit_with_locs() -> CuTypes<'static> {
+        unit_with_loclists(&[])
+    }
+
+    /// A DWARF 5 unit whose `.debug_loclists` is `lists`.
+    fn unit_with_loclists(lists: &'static [u8]) -> CuTypes<'static> {
         let e = gimli::EndianSlice::new(&[][..], gimli::RunTimeEndian::Little);
+        let l = gimli::EndianSlice::new(lists, gimli::RunTimeEndian::Little);
         CuTypes {
             locs: Some(LocCtx {
-                lists: gimli::LocationLists::new(e.into(), e.into()),
+                lists: gimli::LocationLists::new(e.into(), l.into()),
                 encoding: gimli::Encoding {
                     format: gimli::Format::Dwarf32,
                     version: 5,
                     address_size: 8,
                 },
+                endian: gimli::RunTimeEndian::Little,
             }),
             ..CuTypes::empty(0x1d, 8)
         }
@@ -1004,7 +1225,8 @@ mod tests {
     #[test]
     fn entry_registers_from_expressions() {
         let cu = unit_with_locs();
-        let reg = |e: &'static [u8]| loc_reg(&cu, LocDie::Expr(e));
+        let reg = |e: &'static [u8]| loc_reg(&cu, LocDie::Expr(e), false);
+        let wide = |e: &'static [u8]| loc_reg(&cu, LocDie::Expr(e), true);
         assert_eq!(reg(&[0x55]), Some(5), "DW_OP_reg5");
         assert_eq!(reg(&[0x75, 0x00]), None, "DW_OP_breg5 alone is memory");
         assert_eq!(reg(&[0x75, 0x00, 0x9f]), Some(5), "breg5; stack_value");
@@ -1030,7 +1252,54 @@ mod tests {
             Some(1),
             "pieces: first"
         );
+        assert_eq!(
+            wide(&[0x93, 0x04, 0x52, 0x93, 0x04]),
+            Some(2),
+            "piece 4 (lost); reg2; piece 4: the first register named"
+        );
+        assert_eq!(
+            reg(&[0x93, 0x04, 0x52, 0x93, 0x04]),
+            None,
+            "the same for a parameter that fits a register: no register first"
+        );
+        assert_eq!(reg(&[0x30, 0x9f]), None, "lit0; stack_value: a constant");
+        assert_eq!(
+            wide(&[0x31, 0x9f, 0x93, 0x04, 0x52, 0x93, 0x04]),
+            None,
+            "constant first"
+        );
+        assert_eq!(reg(&[0x75, 0x00, 0xff]), None, "undecodable");
         assert_eq!(reg(&[]), None);
+    }
+
+    #[test]
+    fn entry_registers_from_location_lists() {
+        // DW_LLE_offset_pair (4) start end, then the expression's length and bytes.
+        const LISTS: &[u8] = &[
+            // 0: fbreg 0 (spilled), then piece 4; reg2; piece 4.
+            4, 0, 4, 2, 0x91, 0x00, 4, 4, 8, 5, 0x93, 0x04, 0x52, 0x93, 0x04, 0,
+            // 16: lit0; stack_value, then reg5 alone.
+            4, 0, 4, 2, 0x30, 0x9f, 4, 4, 8, 1, 0x55, 0,
+            // 28: empty, then entry_value(reg3); stack_value.
+            4, 0, 4, 0, 4, 4, 8, 4, 0xa3, 0x01, 0x53, 0x9f, 0,
+            // 41: an undecodable expression ends the list.
+            4, 0, 4, 1, 0xff, 4, 4, 8, 1, 0x55, 0,
+        ];
+        let cu = unit_with_loclists(LISTS);
+        let at = |off, wide| loc_reg(&cu, LocDie::List(off), wide);
+        assert_eq!(at(0, true), Some(2), "pieces count in any entry");
+        assert_eq!(
+            at(0, false),
+            None,
+            "a register-sized parameter: first entry only"
+        );
+        assert_eq!(
+            at(16, false),
+            None,
+            "a bare register counts in the first entry only"
+        );
+        assert_eq!(at(28, false), Some(3), "entry values count in any entry");
+        assert_eq!(at(41, false), None);
     }
 
     #[test]
