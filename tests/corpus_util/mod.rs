@@ -215,3 +215,45 @@ pub fn skip(what: &str) {
     }
     eprintln!("SKIP: {what}");
 }
+
+/// The folder of the clang-built kernel `case` (`c1-clang`, `c2-thinlto`: vmlinux,
+/// tcp_bic.ko, tcp_bbr.ko): `$DWARF2BTF_CLANG_KERNELS/case`, else `/root/clang/case`,
+/// else the corpus's `clang/case.tar.zst` unpacked once under cargo's temporary
+/// folder. `None` when none is there.
+pub fn clang_case(case: &str) -> Option<PathBuf> {
+    let roots = [
+        std::env::var_os("DWARF2BTF_CLANG_KERNELS").map(PathBuf::from),
+        Some(PathBuf::from("/root/clang")),
+    ];
+    for root in roots.into_iter().flatten() {
+        let dir = root.join(case);
+        if dir.join("vmlinux").is_file() {
+            return Some(dir);
+        }
+    }
+    let packed = shared()?.join(format!("corpus/clang/{case}.tar.zst"));
+    if !packed.is_file() {
+        return None;
+    }
+    let into = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clang");
+    let dir = into.join(case);
+    if !dir.join("vmlinux").is_file() {
+        // Unpacked beside and renamed, so that tests running at once never see half.
+        let part = into.join(format!("{case}.part{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&part);
+        std::fs::create_dir_all(&part).ok()?;
+        let ok = Command::new("tar")
+            .args(["--zstd", "-xf"])
+            .arg(&packed)
+            .arg("-C")
+            .arg(&part)
+            .status()
+            .ok()?
+            .success();
+        if !ok || std::fs::rename(&part, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&part);
+            return dir.join("vmlinux").is_file().then_some(dir);
+        }
+    }
+    Some(dir)
+}
