@@ -10,7 +10,6 @@
 //! To remake the goldens after changing a source, build as `build()` does and run
 //! the reference pahole (see `../shared/reference/pahole-1.31/README.md`).
 
-#[allow(dead_code)]
 mod corpus_util;
 
 use dwarf2btf::encode::Features;

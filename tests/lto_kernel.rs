@@ -4,7 +4,6 @@
 //! many workers), must be byte-identical to the reference pahole's files; and the
 //! command's peak RSS at -j2 must stay a tenth of pahole's 1.55 GB.
 
-#[allow(dead_code)]
 mod corpus_util;
 
 use dwarf2btf::encode::Features;

@@ -153,12 +153,12 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
     }
     let mut out = Vec::new();
     let (mut start, mut end) = (0usize, 0usize);
-    for u in 0..n {
+    for (u, &r) in reach.iter().enumerate() {
         if u > end {
             out.push(start..end + 1);
             start = u;
         }
-        end = end.max(reach[u] as usize);
+        end = end.max(r as usize);
     }
     if n > 0 {
         out.push(start..n);
