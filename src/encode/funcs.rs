@@ -282,19 +282,19 @@ impl FuncEncoder {
     /// its order: the type decl tags, the saved functions' strings, the variables.
     fn finish_merged(&mut self, m: Merged, st: &mut EncoderState) {
         for (value, target, idx) in &m.tags {
-            let v = st.intern(Name::new(value));
+            let v = st.intern_owned(value);
             push_decl_tag(st, v, *target, *idx);
         }
         for s in &self.saved {
             let parms = s.parms_start as usize..s.parms_start as usize + s.parms_len as usize;
             for k in parms {
                 if !m.parm_names[k].is_empty() {
-                    self.parms[k].name = st.intern(Name::new(&m.parm_names[k]));
+                    self.parms[k].name = st.intern_owned(&m.parm_names[k]);
                 }
             }
             let annots = s.annots_start as usize..s.annots_start as usize + s.annots_len as usize;
             for k in annots {
-                self.annots[k].0 = st.intern(Name::new(&m.annot_values[k]));
+                self.annots[k].0 = st.intern_owned(&m.annot_values[k]);
             }
         }
         for v in &m.vars {

@@ -123,6 +123,12 @@ impl EncoderState {
         self.str(name)
     }
 
+    /// Interns an owned copy of a name (one kept for later, not the input's
+    /// bytes): see [`strings::StrIndex::intern_owned`].
+    pub fn intern_owned(&mut self, name: &[u8]) -> StrOffset {
+        self.strings.intern_owned(&mut self.btf, name)
+    }
+
     /// Ends encoding and returns the (not yet deduplicated) BTF.
     pub fn finish(self) -> Btf {
         self.btf

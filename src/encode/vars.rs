@@ -5,7 +5,7 @@
 use super::funcs::{push_decl_tag, type_size};
 use super::{EncodeError, EncoderState, Features};
 use crate::btf::{Type, TypeId, TypeKind, VarSecInfo, VAR_GLOBAL_ALLOCATED, VAR_STATIC};
-use crate::dwarf::types::{CuTypes, DieRef, Name, VarDie};
+use crate::dwarf::types::{CuTypes, DieRef, VarDie};
 use crate::symbols::{ElfSymbols, PERCPU_SECTION};
 
 /// Names pahole never encodes as variables (`filter_variable_name`).
@@ -172,7 +172,7 @@ impl VarSections {
     /// Adds the VAR of `v` (and its decl tags) to the BTF and its entry to its
     /// section; returns where the entry is, as (section, entry).
     pub fn emit(&mut self, v: &PendingVar, st: &mut EncoderState) -> (u32, u32) {
-        let name_off = st.intern(Name::new(&v.name));
+        let name_off = st.intern_owned(&v.name);
         let id = st.btf_mut().push_type(Type {
             name: name_off,
             kind: TypeKind::Var {
@@ -185,7 +185,7 @@ impl VarSections {
             },
         });
         for (value, idx) in &v.annots {
-            let value = st.intern(Name::new(value));
+            let value = st.intern_owned(value);
             push_decl_tag(st, value, id, *idx);
         }
         let sec = &mut self.entries[v.shndx as usize];
