@@ -143,3 +143,41 @@ fn lto_programs_and_module_equal_pahole() {
     let base = fixtures().join("thin.btf");
     check(&dir.join("mod.o"), Some(&base), KFLAGS, "mod.btf");
 }
+
+/// dwz-compressed DWARF (partial units imported by `DW_FORM_ref_addr`, which makes
+/// pahole merge the units; pahole 1.31 then writes no BTF at all) is refused with
+/// an error naming the construct, never encoded.
+#[test]
+fn dwz_compressed_dwarf_is_refused() {
+    let Some(lld) = lld() else {
+        corpus_util::skip("ld.lld (Debian package lld-14)");
+        return;
+    };
+    let out = corpus_util::scratch("lto-dwz");
+    let bin = out.join("prog").to_string_lossy().into_owned();
+    let ld_path = format!("--ld-path={}", lld.display());
+    // dwz reads DWARF 4 only.
+    let args = ["-gdwarf-4", "-O2", "-fuse-ld=lld", &ld_path, "-o", &bin, "a.c", "b.c", "c.c"];
+    if corpus_util::run("clang", &args, &fixtures()).is_none() {
+        corpus_util::skip("clang");
+        return;
+    }
+    if corpus_util::run("dwz", &[&bin], &out).is_none() {
+        corpus_util::skip("dwz (Debian package dwz)");
+        return;
+    }
+    let opts = Options {
+        input: PathBuf::from(&bin),
+        btf_base: None,
+        detached: None,
+        features: Features::from_list(KFLAGS),
+        lang_exclude: vec![],
+        jobs: 1,
+    };
+    let err = encode_bytes(&opts, &Tuning::default()).expect_err("dwz output must be refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("DW_TAG_partial_unit") && msg.contains("dwz") && msg.contains("prog"),
+        "{msg}"
+    );
+}

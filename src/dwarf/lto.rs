@@ -222,6 +222,23 @@ fn scan_unit(
 }
 
 fn scan_plan(a: &gimli::Abbreviation, enc: &UnitEnc<'_>) -> Result<Box<[Step]>, String> {
+    match a.tag() {
+        DW_TAG_partial_unit | DW_TAG_imported_unit => {
+            return Err(format!(
+                "a {} (dwz-compressed DWARF) in a file pahole reads as one merged unit: \
+                 not supported",
+                a.tag()
+            ))
+        }
+        DW_TAG_type_unit => {
+            return Err(
+                "a DW_TAG_type_unit (-fdebug-types-section) in a file pahole reads as one \
+                 merged unit: not supported"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
     let mut steps: Vec<Step> = Vec::new();
     for s in a.attributes() {
         let form = s.form();
@@ -233,7 +250,7 @@ fn scan_plan(a: &gimli::Abbreviation, enc: &UnitEnc<'_>) -> Result<Box<[Step]>, 
             DW_FORM_ref_sig8 => {
                 return Err(format!(
                     "{} of a {} refers into a type unit (DW_FORM_ref_sig8, \
-                     -fdebug-types-section) in an LTO build: not supported",
+                     -fdebug-types-section) in a file pahole reads as one merged unit: not supported",
                     s.name(),
                     a.tag()
                 ))
@@ -241,14 +258,14 @@ fn scan_plan(a: &gimli::Abbreviation, enc: &UnitEnc<'_>) -> Result<Box<[Step]>, 
             DW_FORM_GNU_ref_alt | DW_FORM_ref_sup4 | DW_FORM_ref_sup8 => {
                 return Err(format!(
                     "{} of a {} refers into a supplementary file (DW_FORM_GNU_ref_alt, \
-                     dwz-compressed DWARF) in an LTO build: not supported",
+                     dwz-compressed DWARF) in a file pahole reads as one merged unit: not supported",
                     s.name(),
                     a.tag()
                 ))
             }
             DW_FORM_indirect => {
                 return Err(
-                    "DW_FORM_indirect attribute forms in an LTO build: not supported".into(),
+                    "DW_FORM_indirect attribute forms in a file pahole reads as one merged unit: not supported".into(),
                 )
             }
             _ => {}
