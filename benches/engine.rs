@@ -9,16 +9,16 @@
 //! the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
 //!
 //! Then the clang ThinLTO kernel (`c2-thinlto`, found or unpacked by
-//! `corpus_util::clang_case`), whose 2,416 units pahole reads as one merged unit:
+//! `common::clang_case`), whose 2,416 units pahole reads as one merged unit:
 //! ours at -j1, -j2 and -j8, and pahole's when `BENCH_PAHOLE_LTO` names a pahole
 //! that reads LTO DWARF (the reference pahole 1.31 does; Debian 12's 1.24 does too,
 //! more slowly). `BENCH_NO_LTO=1` skips it.
 
 // The corpus locator, GNU time and the four-copy kernel, shared with the tests.
-#[path = "../tests/corpus_util/mod.rs"]
-mod corpus_util;
+#[path = "../tests/common/mod.rs"]
+mod common;
 
-use corpus_util::{clang_case, corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
+use common::{clang_case, corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

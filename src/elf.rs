@@ -45,6 +45,9 @@ pub struct ElfInput {
     sections: HashMap<&'static str, SectionData>,
     little_endian: bool,
     relocatable: bool,
+    /// The symbol table and section headers, when they had to be read to open the
+    /// file (a relocatable object's section layout); the encoder reuses them.
+    symbols: Option<std::sync::Arc<crate::symbols::ElfSymbols>>,
 }
 
 impl ElfInput {
@@ -52,10 +55,7 @@ impl ElfInput {
     /// file if it cannot be read, is not an ELF file, or has no `.debug_info`.
     pub fn open(path: &Path) -> Result<ElfInput, Error> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-        // SAFETY: the mapping is read-only and private; we only read it. If another
-        // process truncates the file while we run we may get SIGBUS, as every tool
-        // that maps its input (pahole through libelf included) may.
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
         let data: &[u8] = &map;
         if data.len() < 4 || data[..4] != *b"\x7fELF" {
             return Err(Error::file(path, "not an ELF file"));
@@ -66,15 +66,17 @@ impl ElfInput {
         let little_endian = obj.is_little_endian();
         // pahole reads modules through libdwfl, which relocates their DWARF with
         // the section addresses it lays out itself: use the same addresses.
-        let layout: Vec<u64> = if relocatable {
-            crate::symbols::ElfSymbols::parse(path, data)?
-                .sections
-                .iter()
-                .map(|s| s.addr)
-                .collect()
+        let symbols = if relocatable {
+            Some(std::sync::Arc::new(crate::symbols::ElfSymbols::parse(
+                path, data,
+            )?))
         } else {
-            Vec::new()
+            None
         };
+        let layout: Vec<u64> = symbols
+            .iter()
+            .flat_map(|syms| syms.sections.iter().map(|s| s.addr))
+            .collect();
         let mut sections = HashMap::new();
         for &name in DEBUG_SECTIONS {
             let Some(sec) = obj.section_by_name(name) else {
@@ -91,6 +93,7 @@ impl ElfInput {
             sections,
             little_endian,
             relocatable,
+            symbols,
         };
         if input.section(".debug_info").is_empty() {
             return Err(Error::file(
@@ -123,6 +126,12 @@ impl ElfInput {
             Some(SectionData::Owned(v)) => v,
             None => &[],
         }
+    }
+
+    /// The symbol table and section headers if opening the file read them (a
+    /// relocatable object), so they are not parsed twice.
+    pub fn parsed_symbols(&self) -> Option<std::sync::Arc<crate::symbols::ElfSymbols>> {
+        self.symbols.clone()
     }
 
     /// The whole mapped file.
@@ -202,8 +211,16 @@ fn apply_relocations(
     little_endian: bool,
     layout: &[u64],
 ) -> Result<(), String> {
+    let riscv = matches!(
+        obj.architecture(),
+        object::Architecture::Riscv32 | object::Architecture::Riscv64
+    );
     for (offset, reloc) in sec.relocations() {
-        if reloc.kind() != RelocationKind::Absolute {
+        let paired = match reloc.flags() {
+            RelocationFlags::Elf { r_type } if riscv => RiscvOp::of(r_type),
+            _ => None,
+        };
+        if reloc.kind() != RelocationKind::Absolute && paired.is_none() {
             if matches!(reloc.flags(), RelocationFlags::Elf { r_type: 0 }) {
                 continue; // R_*_NONE
             }
@@ -231,8 +248,14 @@ fn apply_relocations(
                 ))
             }
         };
-        let size = reloc.size() as usize / 8;
         let at = offset as usize;
+        if let Some(op) = paired {
+            let value = sym_value.wrapping_add(reloc.addend() as u64);
+            op.apply(bytes, at, value, little_endian)
+                .ok_or_else(|| format!("relocation at {offset:#x} is out of range"))?;
+            continue;
+        }
+        let size = reloc.size() as usize / 8;
         let slot = bytes
             .get_mut(at..at.saturating_add(size))
             .filter(|s| s.len() == size && (size == 4 || size == 8))
@@ -248,6 +271,91 @@ fn apply_relocations(
         write_uint(slot, value, little_endian);
     }
     Ok(())
+}
+
+/// RISC-V's relocations of label differences in debug sections (the linker may
+/// relax the code between two labels, so the assembler leaves `end - start` to
+/// it): add, subtract or set the value `S + A` in a field of 1, 2, 4 or 8 bytes,
+/// of 6 bits, or a ULEB128 whose length stays.
+#[derive(Clone, Copy, Debug)]
+enum RiscvOp {
+    Add(usize),
+    Sub(usize),
+    Set(usize),
+    Sub6,
+    Set6,
+    SetUleb,
+    SubUleb,
+}
+
+impl RiscvOp {
+    fn of(r_type: u32) -> Option<RiscvOp> {
+        use object::elf::*;
+        Some(match r_type {
+            R_RISCV_ADD8 => RiscvOp::Add(1),
+            R_RISCV_ADD16 => RiscvOp::Add(2),
+            R_RISCV_ADD32 => RiscvOp::Add(4),
+            R_RISCV_ADD64 => RiscvOp::Add(8),
+            R_RISCV_SUB8 => RiscvOp::Sub(1),
+            R_RISCV_SUB16 => RiscvOp::Sub(2),
+            R_RISCV_SUB32 => RiscvOp::Sub(4),
+            R_RISCV_SUB64 => RiscvOp::Sub(8),
+            R_RISCV_SET8 => RiscvOp::Set(1),
+            R_RISCV_SET16 => RiscvOp::Set(2),
+            R_RISCV_SET32 => RiscvOp::Set(4),
+            R_RISCV_SUB6 => RiscvOp::Sub6,
+            R_RISCV_SET6 => RiscvOp::Set6,
+            R_RISCV_SET_ULEB128 => RiscvOp::SetUleb,
+            R_RISCV_SUB_ULEB128 => RiscvOp::SubUleb,
+            _ => return None,
+        })
+    }
+
+    /// Applies `value` at `bytes[at..]`; None if the field is out of range.
+    fn apply(self, bytes: &mut [u8], at: usize, value: u64, le: bool) -> Option<()> {
+        let field = |n: usize, bytes: &mut [u8]| -> Option<std::ops::Range<usize>> {
+            let r = at..at.checked_add(n)?;
+            bytes.get(r.clone()).map(|_| r)
+        };
+        match self {
+            RiscvOp::Add(n) | RiscvOp::Sub(n) | RiscvOp::Set(n) => {
+                let r = field(n, bytes)?;
+                let old = read_uint(&bytes[r.clone()], le);
+                let new = match self {
+                    RiscvOp::Add(_) => old.wrapping_add(value),
+                    RiscvOp::Sub(_) => old.wrapping_sub(value),
+                    _ => value,
+                };
+                write_uint(&mut bytes[r], new, le);
+            }
+            RiscvOp::Sub6 | RiscvOp::Set6 => {
+                let b = bytes.get_mut(at)?;
+                let low = match self {
+                    RiscvOp::Sub6 => (*b as u64).wrapping_sub(value),
+                    _ => value,
+                };
+                *b = (*b & 0xc0) | (low as u8 & 0x3f);
+            }
+            RiscvOp::SetUleb | RiscvOp::SubUleb => {
+                let len = bytes.get(at..)?.iter().position(|b| b & 0x80 == 0)? + 1;
+                let (mut old, mut shift) = (0u64, 0u32);
+                for &b in &bytes[at..at + len] {
+                    old |= ((b & 0x7f) as u64).checked_shl(shift).unwrap_or(0);
+                    shift += 7;
+                }
+                let mut v = match self {
+                    RiscvOp::SubUleb => old.wrapping_sub(value),
+                    _ => value,
+                };
+                for (i, b) in bytes[at..at + len].iter_mut().enumerate() {
+                    let more = if i + 1 < len { 0x80 } else { 0 };
+                    *b = (v & 0x7f) as u8 | more;
+                    v >>= 7;
+                }
+            }
+        }
+        Some(())
+    }
 }
 
 fn read_uint(slot: &[u8], le: bool) -> u64 {
@@ -275,6 +383,33 @@ fn write_uint(slot: &mut [u8], mut v: u64, le: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn riscv_label_differences() {
+        use object::elf::*;
+        let op = |t| RiscvOp::of(t).unwrap();
+        // end - start in a 4-byte field: ADD32 end, then SUB32 start.
+        let mut b = [0u8; 4];
+        op(R_RISCV_ADD32).apply(&mut b, 0, 0x1050, true).unwrap();
+        op(R_RISCV_SUB32).apply(&mut b, 0, 0x1010, true).unwrap();
+        assert_eq!(b, [0x40, 0, 0, 0]);
+        // DW_CFA_advance_loc: the low 6 bits only.
+        let mut b = [0x40 | 0x3f];
+        op(R_RISCV_SET6).apply(&mut b, 0, 0x12, true).unwrap();
+        op(R_RISCV_SUB6).apply(&mut b, 0, 0x02, true).unwrap();
+        assert_eq!(b, [0x40 | 0x10]);
+        // A ULEB128 keeps its length: 300 in two bytes, minus 44.
+        let mut b = [0x80, 0x00, 0x7f];
+        op(R_RISCV_SET_ULEB128).apply(&mut b, 0, 300, true).unwrap();
+        assert_eq!(b, [0xac, 0x02, 0x7f]);
+        op(R_RISCV_SUB_ULEB128).apply(&mut b, 0, 44, true).unwrap();
+        assert_eq!(b, [0x80, 0x02, 0x7f]);
+        assert!(
+            op(R_RISCV_ADD64).apply(&mut b, 0, 1, true).is_none(),
+            "out of range"
+        );
+        assert!(RiscvOp::of(R_RISCV_CALL_PLT).is_none());
+    }
 
     #[test]
     fn uint_round_trip() {

@@ -4,6 +4,8 @@
 //! Data flows one way: ELF → DWARF → CU arena → encoder → dedup → writer.
 //! See DESIGN.md for the phases and who owns what memory.
 #![deny(missing_docs)]
+// `unsafe` lives in one fenced module, `mmap`, which allows it for itself.
+#![deny(unsafe_code)]
 
 pub mod batch;
 pub mod btf;
@@ -17,6 +19,7 @@ pub mod emit;
 pub mod encode;
 mod error;
 pub mod kfuncs;
+#[allow(unsafe_code)] // the crate's one use of it: mapping files, releasing pages
 pub mod mmap;
 pub mod output;
 pub mod pipeline;

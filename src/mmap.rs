@@ -1,4 +1,6 @@
-//! Giving the pages of consumed input back, so the mapped input does not stay resident.
+//! Mapping input files, and giving the pages of consumed input back, so the mapped
+//! input does not stay resident. This module holds the crate's only `unsafe` code: the
+//! one constructor of a mapping ([`map_file`]) and the one page release.
 //!
 //! Reading a CU through the mapping of the input file faults its pages in, and they
 //! count in our RSS until unmapped: a vmlinux's `.debug_info` alone is hundreds of MB.
@@ -11,6 +13,17 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use memmap2::{Mmap, UncheckedAdvice};
+
+/// Maps `file` read-only and private. Every input (ELF, raw BTF, a base) is read
+/// through this one constructor.
+pub fn map_file(file: &std::fs::File) -> io::Result<Mmap> {
+    // SAFETY: the mapping is read-only and private; we only ever read it. The file is
+    // an input of the build that nothing should modify while we run; if another
+    // process truncates it anyway we may get SIGBUS, as every tool that maps its input
+    // (pahole through libelf included) may. Output never goes into a mapped file: it
+    // is written to a new file renamed over the old one.
+    unsafe { Mmap::map(file) }
+}
 
 /// The system page size, from the auxiliary vector the kernel hands every process
 /// (`AT_PAGESZ`), read without `unsafe`; 4096 if it cannot be read.

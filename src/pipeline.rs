@@ -22,7 +22,6 @@ use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder};
 use crate::mmap::SectionParts;
 use crate::Error;
-use std::collections::VecDeque;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -238,9 +237,9 @@ fn parse_unit<'i>(
 
 /// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
 /// state. With an incremental dedup (`sink`), each unit's types leave the encoder
-/// for it right after the unit is encoded (see [`DedupStage`]), and the state holds
-/// the kept types at the end, to be deduplicated with the returned final pass;
-/// without, every unit's types stay in the encoder's BTF.
+/// for it right after the unit is encoded (a [`sched::ordered_stage`], see
+/// [`dedup_step`]), and the state holds the kept types at the end, to be deduplicated
+/// with the returned final pass; without, every unit's types stay in the encoder's BTF.
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
@@ -273,7 +272,6 @@ fn encode_units(
         (None, w) => w + 1,
     });
     let mut release = InputRelease::new(&input);
-    let stage = sink.take().map(|d| DedupStage::new(d, workers > 1));
     // Emptied arenas, for the next units: a unit's data is freed in one step when it
     // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
     // most window + workers arenas ever exist.
@@ -288,80 +286,94 @@ fn encode_units(
             arena,
         )
     };
-    let mut funcs = std::thread::scope(|scope| {
-        // The symbol tables are read while the first units are parsed (with more
-        // than one worker); the token holder waits for them before its first unit.
-        let mut symbols = if workers > 1 {
-            let job = std::thread::Builder::new()
-                .name("dwarf2btf-symbols".into())
-                .spawn_scoped(scope, || new_func_encoder(&input, &opts.features))
-                .map_err(|e| Error::file(&opts.input, format!("cannot start a thread: {e}")))?;
-            FuncsInit::Pending(job)
-        } else {
-            FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
-        };
-        let consume = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
-            let units = units_of(item);
-            // Errors name the first unit of a group; pages go up to its last.
-            let (idx, last) = (units.start, units.end - 1);
-            let funcs = symbols.get(&opts.input)?;
-            encode_cu(unit.borrow_dependent(), &mut state).map_err(|e| dw.unit_error(idx, e))?;
-            // Functions and variables are added in unit order too, right after the
-            // unit's types (pahole's order).
-            funcs
-                .add_cu(unit.borrow_dependent(), &mut state)
-                .map_err(|e| dw.unit_error(idx, e))?;
-            let loclists_start = unit.borrow_dependent().loclists_start;
-            let mut arena = unit.into_owner().arena;
-            // An arena that grew past what most units need (an LTO build's large
-            // group) is dropped rather than kept in the pool with its largest chunk.
-            if arena.allocated_bytes() <= POOLED_ARENA_MAX {
-                arena.reset();
-                lock(&pool).push(arena);
-            }
-            if let Some(stage) = &stage {
-                stage.push(&dw, idx, state.take_types(), state.btf().str_end())?;
-                stage.remap_done(funcs, state.btf().first_id());
-            }
-            release.after_unit(&input, &dw, last, loclists_start);
-            Ok(())
-        };
-        let server = match &stage {
-            Some(st) if st.threaded => Some(
-                std::thread::Builder::new()
-                    .name("dwarf2btf-dedup".into())
-                    .spawn_scoped(scope, || st.serve(&dw))
-                    .map_err(|e| Error::file(&opts.input, format!("cannot start a thread: {e}")))?,
-            ),
-            _ => None,
-        };
-        let units =
+    let first = state.btf().first_id();
+    // The units, parsed in parallel and encoded in order; `stage` takes each unit's
+    // types when the dedup is incremental.
+    let mut encode = |stage: Option<&DedupFeeder<'_>>| {
+        std::thread::scope(|scope| {
+            // The symbol tables are read while the first units are parsed (with more
+            // than one worker); the token holder waits for them before its first unit.
+            let mut symbols = if workers > 1 {
+                let job = std::thread::Builder::new()
+                    .name("dwarf2btf-symbols".into())
+                    .spawn_scoped(scope, || new_func_encoder(&input, &opts.features))
+                    .map_err(|e| Error::file(&opts.input, format!("cannot start a thread: {e}")))?;
+                FuncsInit::Pending(job)
+            } else {
+                FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
+            };
+            let consume = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+                let units = units_of(item);
+                // Errors name the first unit of a group; pages go up to its last.
+                let (idx, last) = (units.start, units.end - 1);
+                let funcs = symbols.get(&opts.input)?;
+                encode_cu(unit.borrow_dependent(), &mut state)
+                    .map_err(|e| dw.unit_error(idx, e))?;
+                // Functions and variables are added in unit order too, right after the
+                // unit's types (pahole's order).
+                funcs
+                    .add_cu(unit.borrow_dependent(), &mut state)
+                    .map_err(|e| dw.unit_error(idx, e))?;
+                let loclists_start = unit.borrow_dependent().loclists_start;
+                let mut arena = unit.into_owner().arena;
+                // An arena that grew past what most units need (an LTO build's large
+                // group) is dropped rather than kept in the pool with its largest
+                // chunk.
+                if arena.allocated_bytes() <= POOLED_ARENA_MAX {
+                    arena.reset();
+                    lock(&pool).push(arena);
+                }
+                if let Some(stage) = stage {
+                    let unit = (idx, state.take_types(), state.btf().str_end());
+                    // A refused push means the stage failed: its own error is the one
+                    // reported.
+                    stage
+                        .push(unit)
+                        .map_err(|_| dw.unit_error(idx, "dedup: the stage stopped"))?;
+                    // Kept ids come back in unit order; the unit's types are freed
+                    // here, on the thread that allocated them (freeing millions of
+                    // small blocks of another thread's heap makes both threads
+                    // fight over it).
+                    stage.drain(|(kept, _types)| remap_unit(funcs, &kept, first));
+                }
+                release.after_unit(&input, &dw, last, loclists_start);
+                Ok(())
+            };
             sched::run_ordered(items, workers, window, produce, consume).map_err(|e| match e {
                 sched::Error::Failed { error, .. } => error,
                 panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-            });
-        if let Some(st) = &stage {
-            st.close();
+            })?;
+            symbols.get(&opts.input)?;
+            symbols.into_ready()
+        })
+    };
+    let (funcs, inc) = match sink.take() {
+        None => (encode(None)?, None),
+        Some(mut inc) => {
+            // With several workers the dedup has a thread of its own, so deduplicating
+            // unit i overlaps encoding unit i + 1; with one, it runs inline.
+            let (units, rest) = sched::ordered_stage(
+                MAX_QUEUED,
+                workers > 1,
+                dedup_step(&dw, &mut inc),
+                |stage| encode(Some(stage)),
+            );
+            // The stage's own error, if it failed, is the cause of any in the units.
+            let rest = rest.map_err(|e| match e {
+                sched::Error::Failed { error, .. } => error,
+                panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+            })?;
+            let mut funcs = units?;
+            for (kept, _types) in rest {
+                remap_unit(&mut funcs, &kept, first);
+            }
+            (funcs, Some(inc))
         }
-        // The stage's own error, if it failed, is the cause of any in the units.
-        let served = server.map_or(Ok(()), |h| {
-            h.join().unwrap_or_else(|_| {
-                Err(Error::file(
-                    &opts.input,
-                    "internal error: the dedup stage panicked",
-                ))
-            })
-        });
-        served.and(units)?;
-        symbols.get(&opts.input)?;
-        symbols.into_ready()
-    })?;
+    };
     let mut fin = None;
-    if let Some(stage) = stage {
-        stage.remap_done(&mut funcs, state.btf().first_id());
+    if let Some(inc) = inc {
         // The functions and DATASECs refer to kept types: they are added after them,
         // and the final one-shot dedup runs over the kept types and these.
-        let inc = stage.into_dedup();
         let kept = inc
             .kept_btf(state.btf())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
@@ -373,6 +385,51 @@ fn encode_units(
         .finish(&mut state)
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok((state, fin))
+}
+/// The largest arena (in bytes allocated) that goes back to the pool: the largest
+/// unit of the clang-built test kernel takes 3 MB; the largest group of units of its
+/// ThinLTO build 12 MB, which, kept by every pooled arena, would stay resident.
+const POOLED_ARENA_MAX: usize = 4 << 20;
+
+/// Most encoded units waiting for the dedup stage.
+const MAX_QUEUED: usize = 4;
+
+/// One encoded unit for the dedup stage: its index, its types, and the end of the
+/// encoder's string section after it.
+type EncodedTypes = (usize, Vec<Type>, u32);
+
+/// What the dedup stage gives back for a unit: each type's kept id, and the unit's
+/// types, to be freed on the token holder.
+type KeptTypes = (Vec<u32>, Vec<Type>);
+
+/// The token holder's end of the dedup stage.
+type DedupFeeder<'f> = sched::Feeder<'f, EncodedTypes, KeptTypes, Error>;
+
+/// The incremental dedup as a second ordered stage behind the encoder: it
+/// deduplicates each unit's types against the types kept so far, strictly in unit
+/// order, and returns every type's kept id. The engine keeps the encoder's string
+/// offsets as they are (the encoder interns each string once, so equal offsets are
+/// equal strings).
+fn dedup_step<'a>(
+    dw: &'a DwarfInput<'a>,
+    inc: &'a mut Incremental,
+) -> impl FnMut(usize, EncodedTypes) -> Result<KeptTypes, Error> + Send + 'a {
+    move |_, (idx, types, str_end)| {
+        let kept = inc
+            .add_encoded(&types, str_end)
+            .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
+            .to_vec();
+        Ok((kept, types))
+    }
+}
+
+/// Renumbers the function encoder's records of the next unit deduplicated: the unit's
+/// own ids started at `first`, and `kept` maps each to its kept id.
+fn remap_unit(funcs: &mut FuncEncoder, kept: &[u32], first: TypeId) {
+    funcs.remap_unit(|id| match id.0.checked_sub(first.0) {
+        Some(i) => TypeId(kept.get(i as usize).copied().unwrap_or(u32::MAX)),
+        None => id,
+    });
 }
 
 /// The function/variable encoder, being built on another thread or built.
@@ -408,159 +465,6 @@ impl FuncsInit<'_> {
             FuncsInit::Ready(f) => Ok(*f),
             _ => Err(Error::Msg("the symbol tables could not be read".into())),
         }
-    }
-}
-
-/// The incremental dedup as a second ordered stage behind the encoder. The token
-/// holder queues each encoded unit's types here and the dedup runs them strictly in
-/// unit order: with several workers on a thread of its own ([`DedupStage::serve`]),
-/// so that deduplicating unit `i` overlaps encoding unit `i + 1` and parsing later
-/// ones; with one worker right away on the token holder (the same calls in the same
-/// order). At most [`MAX_QUEUED`] units wait, so a slow dedup holds the encoder
-/// back rather than letting encoded units pile up. The kept ids returned for each
-/// unit go back to the function encoder, whose saved records of that unit are
-/// renumbered on the token holder's next turn.
-struct DedupStage {
-    /// Whether a thread of its own runs the stage.
-    threaded: bool,
-    queue: Mutex<StageQueue>,
-    /// Signalled when the queue changes.
-    changed: std::sync::Condvar,
-    /// The dedup; whoever holds it runs the stage.
-    dedup: Mutex<Incremental>,
-    /// The kept ids of each unit deduplicated and not yet handed back, in unit order,
-    /// with the unit's types: they go back to the token holder to be freed on the
-    /// thread that allocated them (freeing millions of small blocks of another
-    /// thread's heap makes both threads fight over it).
-    kept: Mutex<VecDeque<(Vec<u32>, Vec<Type>)>>,
-}
-
-/// The largest arena (in bytes allocated) that goes back to the pool: the largest
-/// unit of the clang-built test kernel takes 3 MB; the largest group of units of its
-/// ThinLTO build 12 MB, which, kept by every pooled arena, would stay resident.
-const POOLED_ARENA_MAX: usize = 4 << 20;
-
-/// Most encoded units waiting for the dedup stage.
-const MAX_QUEUED: usize = 4;
-
-#[derive(Default)]
-struct StageQueue {
-    /// Encoded units not deduplicated yet, in unit order: (unit, types, end of the
-    /// encoder's string section after the unit).
-    units: VecDeque<(usize, Vec<Type>, u32)>,
-    /// No more units will come.
-    closed: bool,
-    /// The stage failed (its thread returns the error).
-    failed: bool,
-}
-
-impl DedupStage {
-    fn new(dedup: Incremental, threaded: bool) -> DedupStage {
-        DedupStage {
-            threaded,
-            queue: Mutex::new(StageQueue::default()),
-            changed: std::sync::Condvar::new(),
-            dedup: Mutex::new(dedup),
-            kept: Mutex::new(VecDeque::new()),
-        }
-    }
-
-    /// Queues unit `idx`'s encoded types (called in unit order), waiting while the
-    /// queue is full; without a thread, deduplicates them at once.
-    fn push(
-        &self,
-        dw: &DwarfInput<'_>,
-        idx: usize,
-        types: Vec<Type>,
-        str_end: u32,
-    ) -> Result<(), Error> {
-        let mut q = lock(&self.queue);
-        while q.units.len() >= MAX_QUEUED && !q.failed {
-            q = self
-                .changed
-                .wait(q)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        if q.failed {
-            return Err(dw.unit_error(idx, "dedup: an earlier unit failed"));
-        }
-        q.units.push_back((idx, types, str_end));
-        drop(q);
-        self.changed.notify_all();
-        if !self.threaded {
-            while let Some(unit) = self.next(false) {
-                self.dedup_unit(dw, unit)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The next queued unit; with `wait`, waits for one until the queue is closed.
-    fn next(&self, wait: bool) -> Option<(usize, Vec<Type>, u32)> {
-        let mut q = lock(&self.queue);
-        loop {
-            if let Some(unit) = q.units.pop_front() {
-                drop(q);
-                self.changed.notify_all();
-                return Some(unit);
-            }
-            if q.closed || !wait {
-                return None;
-            }
-            q = self
-                .changed
-                .wait(q)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-    }
-
-    /// The stage's thread: deduplicates the units as they come, until closed.
-    fn serve(&self, dw: &DwarfInput<'_>) -> Result<(), Error> {
-        while let Some(unit) = self.next(true) {
-            if let Err(e) = self.dedup_unit(dw, unit) {
-                lock(&self.queue).failed = true;
-                self.changed.notify_all();
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    fn dedup_unit(
-        &self,
-        dw: &DwarfInput<'_>,
-        (idx, types, str_end): (usize, Vec<Type>, u32),
-    ) -> Result<(), Error> {
-        let kept = lock(&self.dedup)
-            .add_encoded(&types, str_end)
-            .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
-            .to_vec();
-        lock(&self.kept).push_back((kept, types));
-        Ok(())
-    }
-
-    /// No more units: the thread ends once the queue is empty.
-    fn close(&self) {
-        lock(&self.queue).closed = true;
-        self.changed.notify_all();
-    }
-
-    /// Renumbers the function encoder's records of the units deduplicated since the
-    /// last call; the units' own ids started at `first`.
-    fn remap_done(&self, funcs: &mut FuncEncoder, first: TypeId) {
-        let done = std::mem::take(&mut *lock(&self.kept));
-        for (kept, _types) in done {
-            funcs.remap_unit(|id| match id.0.checked_sub(first.0) {
-                Some(i) => TypeId(kept.get(i as usize).copied().unwrap_or(u32::MAX)),
-                None => id,
-            });
-        }
-    }
-
-    fn into_dedup(self) -> Incremental {
-        self.dedup
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -628,7 +532,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The function/variable encoder for `input`: its ELF symbols and, with
 /// `decl_tag_kfuncs`, its kfunc sets, read once.
 fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
-    let syms = crate::symbols::ElfSymbols::parse(input.path(), input.bytes())?;
+    let syms = match input.parsed_symbols() {
+        Some(syms) => syms,
+        None => Arc::new(crate::symbols::ElfSymbols::parse(
+            input.path(),
+            input.bytes(),
+        )?),
+    };
     let kfuncs = if features.decl_tag_kfuncs {
         crate::kfuncs::Kfuncs::parse(input.path(), input.bytes())?
     } else {
@@ -644,15 +554,14 @@ fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder
             }
         }
     }
-    FuncEncoder::new(Arc::new(syms), kfuncs, features).map_err(Error::Msg)
+    FuncEncoder::new(syms, kfuncs, features).map_err(Error::Msg)
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
 /// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
 fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    // SAFETY: read-only private mapping, only read while this function runs.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
     let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
     btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }

@@ -4,6 +4,9 @@
 //! reading then writing must give the same bytes, and the validator must name the
 //! problems the kernel would refuse these objects for (libbpf fixes them at load).
 
+mod common;
+use common::{need, skip};
+
 use dwarf2btf::btf::{read, validate, write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,21 +34,16 @@ fn compile(cc: &str, args: &[&str], src: &str, out_name: &str) -> Option<PathBuf
     match status {
         Ok(s) if s.success() => Some(out),
         _ => {
-            eprintln!("SKIP: {cc} {args:?} {src} failed or {cc} is not installed");
+            skip(&format!(
+                "{cc} {args:?} {src} failed or {cc} is not installed"
+            ));
             None
         }
     }
 }
 
-fn have_bpftool() -> bool {
-    Command::new("bpftool")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 fn check(obj: &Path, expected_problems: &[&str]) {
-    if have_bpftool() {
+    if need("bpftool") {
         let ours = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
             .args(["dump", "--no-validate"])
             .arg(obj)
@@ -68,8 +66,6 @@ fn check(obj: &Path, expected_problems: &[&str]) {
             "dump of {} differs from bpftool's",
             obj.display()
         );
-    } else {
-        eprintln!("SKIP dump comparison: bpftool not installed");
     }
     let bytes = read::with_btf_bytes(obj, ".BTF", |b| Ok(b.to_vec())).unwrap();
     let btf = read::parse(&bytes, None).unwrap();

@@ -2,9 +2,9 @@
 //! back to the same types, writes back to the same bytes, validates, and dumps the
 //! same as the little-endian original, for us and for bpftool.
 
-mod btf_support;
+mod common;
 
-use btf_support::{have_bpftool, reference_dir};
+use common::*;
 use dwarf2btf::btf::{dump, read, validate, write, Btf, Endian};
 use std::process::Command;
 use std::sync::Arc;
@@ -19,8 +19,7 @@ fn to_big(btf: &Btf) -> Vec<u8> {
 
 #[test]
 fn big_endian_round_trip_and_dump() {
-    let Some(dir) = reference_dir() else {
-        eprintln!("SKIP: pahole reference folder not found");
+    let Some(dir) = reference() else {
         return;
     };
     let base_le = std::fs::read(dir.join("nf_tables.distilled.BTF.base")).unwrap();
@@ -43,8 +42,7 @@ fn big_endian_round_trip_and_dump() {
     assert!(write::to_bytes(&split2) == split_be);
     assert!(dump::dump_to_vec(&split2) == dump::dump_to_vec(&split));
 
-    if !have_bpftool() {
-        eprintln!("SKIP bpftool comparison: bpftool not installed");
+    if !need("bpftool") {
         return;
     }
     let tmp = std::env::temp_dir().join(format!("dwarf2btf-btf-be-{}", std::process::id()));

@@ -2,9 +2,9 @@
 //! through the reader, the validator, the writer and the dump without a panic; any
 //! mutant the validator accepts must write back to the same bytes.
 
-mod btf_support;
+mod common;
 
-use btf_support::{reference_dir, vmlinux_btf, Rng};
+use common::*;
 use dwarf2btf::btf::{dump, read, validate, write, Btf, Endian};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -24,7 +24,7 @@ struct Input {
 }
 
 fn inputs() -> Vec<Input> {
-    let Some(dir) = reference_dir() else {
+    let Some(dir) = reference() else {
         return Vec::new();
     };
     let load = |n: &str| std::fs::read(dir.join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
@@ -149,7 +149,7 @@ fn exercise(data: &[u8], base: &Option<Arc<Btf>>) -> (bool, bool) {
 fn mutated_references_never_panic() {
     let inputs = inputs();
     if inputs.is_empty() {
-        eprintln!("SKIP: pahole reference folder not found (set DWARF2BTF_REFERENCE)");
+        skip("pahole's reference outputs (set DWARF2BTF_REFERENCE)");
         return;
     }
     let start = Instant::now();

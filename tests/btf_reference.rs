@@ -2,9 +2,9 @@
 //! byte for byte bpftool's, reading then writing gives the same bytes, and the
 //! validator accepts them.
 
-mod btf_support;
+mod common;
 
-use btf_support::{corpus_cases, have_bpftool, reference_cases, Case};
+use common::*;
 use dwarf2btf::btf::{dump, read, validate, write, Btf};
 use std::process::Command;
 use std::sync::Arc;
@@ -56,8 +56,7 @@ fn assert_same_dump(case: &Case, ours: &[u8], theirs: &[u8]) {
 }
 
 fn check_dumps(cases: &[Case]) {
-    if !have_bpftool() {
-        eprintln!("SKIP: bpftool not installed (apt-get install bpftool)");
+    if !need("bpftool") {
         return;
     }
     for case in cases {
@@ -80,8 +79,7 @@ fn corpus_dumps_equal_bpftool() {
 /// The CLI prints the same as the library (and so as bpftool) for a split file.
 #[test]
 fn cli_dump_equals_bpftool() {
-    if !have_bpftool() {
-        eprintln!("SKIP: bpftool not installed");
+    if !need("bpftool") {
         return;
     }
     let Some(case) = reference_cases().into_iter().find(|c| {
@@ -134,8 +132,7 @@ fn read_then_write_gives_the_same_bytes() {
 #[test]
 fn odd_names_and_ids_print_like_bpftool() {
     use dwarf2btf::btf::*;
-    if !have_bpftool() {
-        eprintln!("SKIP: bpftool not installed");
+    if !need("bpftool") {
         return;
     }
     let mut b = Btf::new(None);

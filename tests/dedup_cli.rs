@@ -1,9 +1,9 @@
 //! The `dwarf2btf dedup` subcommand: whole and split, output equal to libbpf's,
 //! errors naming the file.
 
-mod dedup_util;
+mod common;
 
-use dedup_util::*;
+use common::*;
 use std::process::Command;
 
 fn bin() -> Command {
@@ -12,7 +12,7 @@ fn bin() -> Command {
 
 #[test]
 fn dedup_whole_and_split_equal_libbpf() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+    let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
         return;
     };
     let dir = scratch("cli");

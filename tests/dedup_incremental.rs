@@ -2,9 +2,9 @@
 //! like one CU) and finishing with the final pass gives the same bytes as one-shot
 //! dedup of the whole stream.
 
-mod dedup_util;
+mod common;
 
-use dedup_util::*;
+use common::*;
 use dwarf2btf::btf::{self, Btf, Type, TypeId, TypeKind};
 use dwarf2btf::dedup::{dedup_with, Compat, Incremental};
 use std::collections::HashMap;
@@ -160,7 +160,7 @@ fn run(src: &Btf, n_batches: u32, fwds: bool, compat: Compat) -> (Vec<u8>, Vec<u
 /// the outputs differ by a few types.
 #[test]
 fn vmlinux_in_batches_equals_one_shot() {
-    let Some(refs) = reference_dir() else { return };
+    let Some(refs) = reference() else { return };
     let src = btf::read::read_file(&refs.join("vmlinux-cloud.kernel-flags.btf"), None)
         .expect("read reference");
     let (got, want) = run(&src, 40, false, Compat::Libbpf1_1);
@@ -180,7 +180,7 @@ fn vmlinux_in_batches_equals_one_shot() {
 /// A module over vmlinux, with FWDs for structs of earlier batches.
 #[test]
 fn module_in_batches_with_fwds_equals_one_shot() {
-    let (Some(refs), Some(corpus)) = (reference_dir(), corpus_dir()) else {
+    let (Some(refs), Some(corpus)) = (reference(), corpus()) else {
         return;
     };
     let dir = scratch("inc-module");

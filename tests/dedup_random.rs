@@ -9,9 +9,9 @@
 //! without typedefs and in-CU duplicates, whose handling changed after 1.1.
 //! `DEDUP_RANDOM_CASES` sets the number of cases (default 100).
 
-mod dedup_util;
+mod common;
 
-use dedup_util::*;
+use common::*;
 use dwarf2btf::btf::*;
 use dwarf2btf::dedup::{dedup_with, Compat};
 use std::collections::HashMap;

@@ -1,9 +1,9 @@
 //! Dedup of the pahole reference BTF files, and of "doubled" copies of them, gives
 //! libbpf's bytes — whole (vmlinux) and split (modules over the corpus vmlinux).
 
-mod dedup_util;
+mod common;
 
-use dedup_util::*;
+use common::*;
 use dwarf2btf::btf::{self, Btf};
 use dwarf2btf::dedup::{dedup_with, Compat};
 use std::path::Path;
@@ -31,7 +31,7 @@ const MODULES: [&str; 3] = ["nf_conntrack", "nf_tables", "vsock_loopback"];
 
 #[test]
 fn vmlinux_references_equal_libbpf() {
-    let (Some(refs), true) = (reference_dir(), have_libbpf()) else {
+    let (Some(refs), true) = (reference(), have_libbpf()) else {
         return;
     };
     let dir = scratch("vmlinux");
@@ -44,7 +44,7 @@ fn vmlinux_references_equal_libbpf() {
 
 #[test]
 fn module_references_split_equal_libbpf() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+    let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
         return;
     };
     let dir = scratch("modules");
@@ -58,7 +58,7 @@ fn module_references_split_equal_libbpf() {
 
 #[test]
 fn doubled_vmlinux_equals_libbpf() {
-    let (Some(refs), true) = (reference_dir(), have_libbpf()) else {
+    let (Some(refs), true) = (reference(), have_libbpf()) else {
         return;
     };
     let dir = scratch("doubled-vmlinux");
@@ -72,7 +72,7 @@ fn doubled_vmlinux_equals_libbpf() {
 
 #[test]
 fn doubled_modules_split_equal_libbpf() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+    let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
         return;
     };
     let dir = scratch("doubled-modules");
@@ -97,7 +97,7 @@ fn doubled_modules_split_equal_libbpf() {
 /// graph, base typedefs indexed the same way) both do.
 #[test]
 fn split_copies_of_base_typedefs_dedup_into_the_base() {
-    let (Some(refs), Some(corpus), true) = (reference_dir(), corpus_dir(), have_libbpf()) else {
+    let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
         return;
     };
     let dir = scratch("base-typedefs");
@@ -147,7 +147,7 @@ fn split_copies_of_base_typedefs_dedup_into_the_base() {
 /// A big-endian BTF (libbpf dedups it in that byte order and writes it back so).
 #[test]
 fn big_endian_equals_libbpf() {
-    let (Some(refs), true) = (reference_dir(), have_libbpf()) else {
+    let (Some(refs), true) = (reference(), have_libbpf()) else {
         return;
     };
     let dir = scratch("big-endian");

@@ -1,9 +1,9 @@
 //! A failing `-J` leaves its input byte-identical: a bad base, a folder where the
 //! new file cannot be created, a bad input among a batch.
 
-mod dropin_util;
+mod common;
 
-use dropin_util::*;
+use common::*;
 use std::process::Command;
 
 /// Runs dwarf2btf expecting failure; returns stderr.

@@ -1,9 +1,9 @@
 //! Many modules per run: `dwarf2btf -J --btf_base vmlinux a.ko b.ko c.ko` writes into
 //! each module the same bytes as three separate runs, in less time.
 
-mod dropin_util;
+mod common;
 
-use dropin_util::*;
+use common::*;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

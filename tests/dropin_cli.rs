@@ -2,9 +2,9 @@
 //! `scripts/pahole-version.sh` reads it, and clear refusals of what is not BTF
 //! encoding.
 
-mod dropin_util;
+mod common;
 
-use dropin_util::*;
+use common::*;
 use std::process::Command;
 
 /// A `pahole` symlink to the binary, in its own folder.

@@ -2,11 +2,11 @@
 //! the corpus vmlinux's `.BTF`) gives exactly the `.BTF` and `.BTF.base` that
 //! `pahole -J $KFLAGS,distilled_base --btf_base vmlinux M.ko` writes into `M.ko`.
 
-mod elf_write_util;
+mod common;
 
+use common::*;
 use dwarf2btf::btf::{dump, read, write, Btf};
 use dwarf2btf::distill::distill_base;
-use elf_write_util::*;
 use std::sync::Arc;
 
 #[test]

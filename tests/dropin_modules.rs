@@ -2,9 +2,9 @@
 //! modules, `dwarf2btf -J -j2 $KFLAGS,distilled_base --btf_base vmlinux M.ko` writes
 //! `.BTF` relative to a distilled `.BTF.base`, as pahole 1.31 does.
 
-mod dropin_util;
+mod common;
 
-use dropin_util::*;
+use common::*;
 use std::ffi::OsStr;
 use std::process::Command;
 
@@ -48,7 +48,7 @@ fn modules_get_distilled_split_btf() {
         ];
 
         if FUNCTIONS_LANDED {
-            let (verdict, report) = btfcmp_verdict(&btfcmp, &split_args);
+            let (verdict, report) = btfcmp_report(&btfcmp, &split_args);
             assert_eq!(verdict, "equal", "{m}:\n{report}");
             assert!(std::fs::read(&split).unwrap() == std::fs::read(&ref_split).unwrap());
             assert!(std::fs::read(&base).unwrap() == std::fs::read(&ref_base).unwrap());
@@ -57,13 +57,13 @@ fn modules_get_distilled_split_btf() {
                      FLOAT,TYPE_TAG,ENUM64,VAR,DATASEC";
         let mut args = split_args.clone();
         args.extend([OsStr::new("--only-kinds"), OsStr::new(kinds)]);
-        let (verdict, report) = btfcmp_verdict(&btfcmp, &args);
+        let (verdict, report) = btfcmp_report(&btfcmp, &args);
         assert!(
             verdict == "equal" || verdict.starts_with("differ: 0 only-in-A"),
             "{m}: .BTF over .BTF.base has types pahole's has not:\n{report}"
         );
         let args: Vec<&OsStr> = vec![base.as_os_str(), ref_base.as_os_str()];
-        let (verdict, report) = btfcmp_verdict(&btfcmp, &args);
+        let (verdict, report) = btfcmp_report(&btfcmp, &args);
         assert!(
             verdict == "equal" || verdict.starts_with("differ: 0 only-in-A"),
             "{m}: .BTF.base has types pahole's has not:\n{report}"
@@ -75,7 +75,7 @@ fn modules_get_distilled_split_btf() {
             .arg(&split)
             .arg("--base-btf")
             .arg(&base));
-        if have("bpftool") {
+        if need("bpftool") {
             // libbpf reads the pair as split BTF over the distilled base.
             run_clean(
                 Command::new("bpftool")

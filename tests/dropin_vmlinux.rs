@@ -2,9 +2,9 @@
 //! `-J` writes into the ELF the same `.BTF` that `--btf_encode_detached` writes, and
 //! a run killed half-way leaves the input byte-identical.
 
-mod dropin_util;
+mod common;
 
-use dropin_util::*;
+use common::*;
 use std::process::Command;
 use std::time::Duration;
 
@@ -13,8 +13,7 @@ fn vmlinux_in_place_equals_detached_and_kill_is_harmless() {
     let Some(corpus) = corpus() else {
         return;
     };
-    if !have("objcopy") {
-        eprintln!("skipping: no objcopy");
+    if !need("objcopy") {
         return;
     }
     let dir = TempDir::new("dropin-vmlinux");

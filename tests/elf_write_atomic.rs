@@ -1,10 +1,10 @@
 //! A failed `write_sections_in_place` leaves the input byte-identical and no temporary
 //! file behind; bad input is an error naming the file and the problem, never a panic.
 
-mod elf_write_util;
+mod common;
 
+use common::*;
 use dwarf2btf::elf_write::{set_sections, write_sections_in_place};
-use elf_write_util::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,7 +24,7 @@ fn object(dir: &TempDir) -> Option<PathBuf> {
         .arg("-o")
         .arg(&obj));
     if !ok {
-        eprintln!("skipping: gcc cannot compile: {err}");
+        skip(&format!("gcc cannot compile: {err}"));
         return None;
     }
     std::fs::remove_file(&src).unwrap();

@@ -1,10 +1,10 @@
 //! `.BTF` (and `.BTF.base`) written into copies of the corpus modules and vmlinux,
 //! checked with binutils, bpftool and the kernel build's own objcopy step.
 
-mod elf_write_util;
+mod common;
 
+use common::*;
 use dwarf2btf::elf_write::{set_sections, write_sections_in_place};
-use elf_write_util::*;
 use std::io::Read;
 use std::path::Path;
 use std::process::Command;
@@ -46,8 +46,7 @@ fn modules_get_split_btf() {
     let (Some(corpus), Some(reference)) = (corpus(), reference()) else {
         return;
     };
-    if !have("bpftool") {
-        eprintln!("skipping: no bpftool");
+    if !need("bpftool") {
         return;
     }
     let dir = TempDir::new("modules");
@@ -110,7 +109,7 @@ fn modules_btf_replaced() {
             Some(fields),
             section_fields(&corpus.join(format!("{m}.ko")), ".BTF")
         );
-        if have("bpftool") {
+        if need("bpftool") {
             bpftool_dump(&ko, &corpus.join("vmlinux"));
         }
         // Writing the same again changes nothing.
@@ -139,7 +138,7 @@ fn modules_get_distilled_base() {
         let b = section_fields(&ko, ".BTF.base").unwrap();
         assert_eq!(b.0, a.0 + 1);
         assert_eq!((&a.1, &a.2, &a.5), (&b.1, &b.2, &b.5));
-        if have("bpftool") {
+        if need("bpftool") {
             // bpftool 7.1 (libbpf 1.1) predates .BTF.base: give it the base explicitly.
             let base_file = dir.join(format!("{m}.base"));
             std::fs::write(&base_file, &base).unwrap();
@@ -298,7 +297,7 @@ fn vmlinux_without_btf_gets_one() {
             "btf.o differs"
         );
     }
-    if have("bpftool") {
+    if need("bpftool") {
         let dump = run_clean(
             Command::new("bpftool")
                 .args(["btf", "dump", "file"])

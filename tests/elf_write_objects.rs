@@ -1,10 +1,10 @@
 //! `.BTF` added to and replaced in small compiled objects of every ELF flavour the
 //! installed compilers can produce, checked with binutils and against llvm-objcopy.
 
-mod elf_write_util;
+mod common;
 
+use common::*;
 use dwarf2btf::elf_write::{set_sections, write_sections_in_place};
-use elf_write_util::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,10 +30,10 @@ fn compile(dir: &TempDir, name: &str, cc: &str, args: &[&str]) -> Option<PathBuf
     if ok {
         Some(obj)
     } else {
-        eprintln!(
-            "skipping {name}: `{cc} {}` cannot compile here",
+        skip(&format!(
+            "{name}: `{cc} {}` cannot compile here",
             args.join(" ")
-        );
+        ));
         None
     }
 }
@@ -221,7 +221,7 @@ fn linked_executable() {
     let exe = dir.join("m");
     let (ok, _, err) = run(Command::new("gcc").arg("-g").arg(&src).arg("-o").arg(&exe));
     if !ok {
-        eprintln!("skipping: gcc cannot link here: {err}");
+        skip(&format!("gcc cannot link here: {err}"));
         return;
     }
     let original = std::fs::read(&exe).unwrap();

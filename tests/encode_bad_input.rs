@@ -1,6 +1,9 @@
 //! Bad input to the encoder: a clear error naming the file, a non-zero exit, no
 //! panic and no output file left behind.
 
+mod common;
+use common::skip;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -76,7 +79,7 @@ fn no_dwarf_and_truncated() {
     std::fs::write(&src, "int f(int x) { return x + 1; }\n").unwrap();
     let obj = tmp("nodwarf.o");
     if !gcc(&["-O2"], &src, &obj) {
-        println!("skipping: gcc not available");
+        skip("gcc");
         return;
     }
     expect_failure(&obj, "no DWARF");
@@ -106,7 +109,7 @@ fn corrupt_debug_info() {
     std::fs::write(&src, "struct s { int a; long b; } v;\n").unwrap();
     let obj = tmp("corrupt.o");
     if !gcc(&["-g"], &src, &obj) {
-        println!("skipping: gcc not available");
+        skip("gcc");
         return;
     }
     // A valid DWARF 5 unit header (64 bytes long) followed by DIEs whose
@@ -126,7 +129,7 @@ fn corrupt_debug_info() {
         .arg(&bad)
         .status();
     if !st.map(|s| s.success()).unwrap_or(false) {
-        println!("skipping: objcopy could not rewrite .debug_info");
+        skip("objcopy could not rewrite .debug_info");
         return;
     }
     expect_failure(&bad, "unknown abbreviation");
@@ -140,7 +143,7 @@ fn damaged_dwarf_never_panics() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/types.c");
     let obj = tmp("fuzz.o");
     if !gcc(&["-g", "-O2"], &src, &obj) {
-        println!("skipping: gcc not available");
+        skip("gcc");
         return;
     }
     let bytes = std::fs::read(&obj).unwrap();
@@ -200,7 +203,7 @@ fn type_units_are_refused() {
     for (dwarf, what) in [("-gdwarf-4", ".debug_types"), ("-gdwarf-5", "another unit")] {
         let obj = tmp(&format!("tu{dwarf}.o"));
         if !gcc(&["-g", dwarf, "-fdebug-types-section"], &src, &obj) {
-            println!("skipping: gcc not available");
+            skip("gcc");
             return;
         }
         expect_failure(&obj, what);

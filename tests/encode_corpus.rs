@@ -3,8 +3,8 @@
 //! (functions and variables are another issue). Skips with a message when the
 //! corpus, the reference files or python3 are absent.
 
-mod corpus_util;
-use corpus_util::{btfcmp_verdict, corpus_and_reference, encode_detached, KFLAGS};
+mod common;
+use common::*;
 use std::path::Path;
 
 const KINDS: &str =

@@ -7,6 +7,9 @@
 //! types it refers to spelled out (named structs, unions and typedefs by name), one
 //! line per type, sorted. Set `DWARF2BTF_BLESS=1` to rewrite the expected files.
 
+mod common;
+use common::skip;
+
 use dwarf2btf::btf::{Btf, TypeId, TypeKind};
 use dwarf2btf::encode::Features;
 use dwarf2btf::pipeline::{encode_file, Options};
@@ -35,7 +38,7 @@ fn compile(cc: &str, args: &[&str], src: &Path, tag: &str) -> Option<PathBuf> {
         Ok(s) if s.success() => Some(out),
         Ok(s) => panic!("{cc} {args:?} failed on {}: {s}", src.display()),
         Err(_) => {
-            println!("skipping {cc}: not installed");
+            skip(&format!("{cc} is not installed"));
             None
         }
     }
@@ -339,7 +342,7 @@ fn compressed_sections_same_btf() {
             .map(|s| s.success())
             .unwrap_or(false);
         if !ok {
-            println!("skipping {kind}: objcopy cannot compress with it");
+            skip(&format!("objcopy cannot compress with {kind}"));
             continue;
         }
         let data = std::fs::read(&out).unwrap();

@@ -5,8 +5,8 @@
 //! one-shot sequential run (pahole's way: libbpf's dedup of the whole encoded
 //! stream). The incremental mode is also checked on the three modules. Skips with a message when the corpus is absent.
 
-mod corpus_util;
-use corpus_util::{corpus, KFLAGS};
+mod common;
+use common::*;
 use dwarf2btf::pipeline::{encode_bytes, DedupMode, Options, Tuning};
 use std::ffi::OsString;
 use std::path::Path;

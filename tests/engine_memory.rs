@@ -5,8 +5,8 @@
 //! `.debug_info` stays within 1.3 × the vmlinux. Skips with a message when the
 //! corpus, /usr/bin/time or objcopy are absent.
 
-mod corpus_util;
-use corpus_util::{corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
+mod common;
+use common::*;
 use std::path::{Path, PathBuf};
 
 /// Removes a temporary folder however the test ends.

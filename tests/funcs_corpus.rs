@@ -4,8 +4,8 @@
 //! renumbering, which says what differs), then byte for byte. Skips with a
 //! message when the corpus, the reference files or python3 are absent.
 
-mod corpus_util;
-use corpus_util::{btfcmp_verdict, corpus, corpus_and_reference, encode_detached, tmp, KFLAGS};
+mod common;
+use common::*;
 use std::path::Path;
 use std::process::Command;
 
@@ -124,7 +124,6 @@ fn corpus_vmlinux_no_flags_equal_pahole() {
 #[test]
 fn unsupported_features_are_refused() {
     let Some(c) = corpus() else {
-        println!("skipping: corpus not found");
         return;
     };
     for f in ["true_signature", "layout"] {

@@ -3,8 +3,8 @@
 //! with a constant-propagated parameter, a plain function with an unused
 //! parameter, per-CPU-like and global variables. Skips when gcc or ld is missing.
 
-mod corpus_util;
-use corpus_util::{run, scratch};
+mod common;
+use common::*;
 
 use dwarf2btf::btf::{Btf, TypeKind};
 use dwarf2btf::encode::Features;
@@ -40,7 +40,8 @@ fn encode(features: &str) -> Option<Btf> {
     std::fs::write(dir.join("a.c"), A_C).unwrap();
     std::fs::write(dir.join("b.c"), B_C).unwrap();
     for f in ["a", "b"] {
-        run(
+        run_in(
+            &dir,
             "gcc",
             &[
                 "-O2",
@@ -51,10 +52,9 @@ fn encode(features: &str) -> Option<Btf> {
                 "-o",
                 &format!("{f}.o"),
             ],
-            &dir,
         )?;
     }
-    run("ld", &["-r", "a.o", "b.o", "-o", "ab.o"], &dir)?;
+    run_in(&dir, "ld", &["-r", "a.o", "b.o", "-o", "ab.o"])?;
     let opts = Options {
         input: dir.join("ab.o"),
         btf_base: None,

@@ -6,6 +6,9 @@
 //! limit, inside an address-space limit, without a panic, and either fail with a
 //! message naming the file and leave no output, or succeed with valid BTF.
 
+mod common;
+use common::skip;
+
 use dwarf2btf::btf::validate;
 use gimli::{EndianSlice, LittleEndian};
 use object::{Object, ObjectSection};
@@ -41,7 +44,7 @@ fn build(dir: &Path, name: &str, src: &str, extra: &[&str]) -> Option<PathBuf> {
         Ok(o) if o.status.success() => Some(out),
         Ok(o) => panic!("gcc {name}: {}", String::from_utf8_lossy(&o.stderr)),
         Err(_) => {
-            println!("gcc not found: skipping {name}");
+            skip(&format!("gcc, for {name}"));
             None
         }
     }

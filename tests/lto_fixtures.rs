@@ -10,7 +10,7 @@
 //! To remake the goldens after changing a source, build as `build()` does and run
 //! the reference pahole (see `../shared/reference/pahole-1.31/README.md`).
 
-mod corpus_util;
+mod common;
 
 use dwarf2btf::encode::Features;
 use dwarf2btf::pipeline::{encode_bytes, Options, Tuning};
@@ -41,11 +41,11 @@ fn lld() -> Option<PathBuf> {
 /// `-flto=thin`). None, after `skip`, without clang or lld.
 fn build() -> Option<PathBuf> {
     let Some(lld) = lld() else {
-        corpus_util::skip("ld.lld (Debian package lld-14)");
+        common::skip("ld.lld (Debian package lld-14)");
         return None;
     };
     let lld = lld.to_string_lossy().into_owned();
-    let out = corpus_util::scratch("lto-fixtures");
+    let out = common::scratch("lto-fixtures");
     let src = fixtures();
     let o = |n: &str| out.join(n).to_string_lossy().into_owned();
     let ld_path = format!("--ld-path={lld}");
@@ -62,10 +62,7 @@ fn build() -> Option<PathBuf> {
             "b.c",
             "c.c",
         ];
-        if corpus_util::run("clang", &args, &src).is_none() {
-            corpus_util::skip("clang");
-            return None;
-        }
+        common::run_in(&src, "clang", &args)?;
     }
     for u in ["b", "d"] {
         let args = [
@@ -77,9 +74,9 @@ fn build() -> Option<PathBuf> {
             &o(&format!("{u}.o")),
             &format!("{u}.c"),
         ];
-        corpus_util::run("clang", &args, &src)?;
+        common::run_in(&src, "clang", &args)?;
     }
-    corpus_util::run(&lld, &["-r", "-o", &o("mod.o"), &o("b.o"), &o("d.o")], &src)?;
+    common::run_in(&src, &lld, &["-r", "-o", &o("mod.o"), &o("b.o"), &o("d.o")])?;
     Some(out)
 }
 
@@ -150,20 +147,27 @@ fn lto_programs_and_module_equal_pahole() {
 #[test]
 fn dwz_compressed_dwarf_is_refused() {
     let Some(lld) = lld() else {
-        corpus_util::skip("ld.lld (Debian package lld-14)");
+        common::skip("ld.lld (Debian package lld-14)");
         return;
     };
-    let out = corpus_util::scratch("lto-dwz");
+    let out = common::scratch("lto-dwz");
     let bin = out.join("prog").to_string_lossy().into_owned();
     let ld_path = format!("--ld-path={}", lld.display());
     // dwz reads DWARF 4 only.
-    let args = ["-gdwarf-4", "-O2", "-fuse-ld=lld", &ld_path, "-o", &bin, "a.c", "b.c", "c.c"];
-    if corpus_util::run("clang", &args, &fixtures()).is_none() {
-        corpus_util::skip("clang");
-        return;
-    }
-    if corpus_util::run("dwz", &[&bin], &out).is_none() {
-        corpus_util::skip("dwz (Debian package dwz)");
+    let args = [
+        "-gdwarf-4",
+        "-O2",
+        "-fuse-ld=lld",
+        &ld_path,
+        "-o",
+        &bin,
+        "a.c",
+        "b.c",
+        "c.c",
+    ];
+    if common::run_in(&fixtures(), "clang", &args).is_none()
+        || common::run_in(&out, "dwz", &[&bin]).is_none()
+    {
         return;
     }
     let opts = Options {

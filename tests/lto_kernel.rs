@@ -4,7 +4,7 @@
 //! many workers), must be byte-identical to the reference pahole's files; and the
 //! command's peak RSS at -j2 must stay a tenth of pahole's 1.55 GB.
 
-mod corpus_util;
+mod common;
 
 use dwarf2btf::encode::Features;
 use dwarf2btf::pipeline::{encode_bytes, Options, Tuning};
@@ -12,19 +12,13 @@ use std::path::{Path, PathBuf};
 
 /// The kernel and the reference folder, or None after `skip`.
 fn case() -> Option<(PathBuf, PathBuf)> {
-    let Some(dir) = corpus_util::clang_case("c2-thinlto") else {
-        corpus_util::skip("the c2-thinlto kernel (corpus clang/c2-thinlto.tar.zst)");
-        return None;
-    };
-    let Some(refs) = corpus_util::reference().map(|r| r.join("clang/c2-thinlto")) else {
-        corpus_util::skip("the pahole references (reference/pahole-1.31)");
-        return None;
-    };
+    let dir = common::clang_case("c2-thinlto")?;
+    let refs = common::reference()?.join("clang/c2-thinlto");
     Some((dir, refs))
 }
 
 fn encode(input: &Path, base: Option<&Path>, jobs: usize) -> Vec<u8> {
-    let flags = corpus_util::KFLAGS.trim_start_matches("--btf_features=");
+    let flags = common::KFLAGS.trim_start_matches("--btf_features=");
     let opts = Options {
         input: input.to_path_buf(),
         btf_base: base.map(Path::to_path_buf),
@@ -76,13 +70,13 @@ fn thinlto_vmlinux_and_modules_equal_pahole() {
 #[test]
 fn thinlto_vmlinux_in_a_tenth_of_paholes_memory() {
     let Some((dir, _)) = case() else { return };
-    if !Path::new(corpus_util::GNU_TIME).is_file() {
-        corpus_util::skip("GNU time (/usr/bin/time)");
+    if !Path::new(common::GNU_TIME).is_file() {
+        common::skip("GNU time (/usr/bin/time)");
         return;
     }
-    let out = corpus_util::tmp("thinlto.btf");
-    let args = corpus_util::kernel_args(2, &dir.join("vmlinux"), &out);
-    let v = corpus_util::gnu_time(Path::new(env!("CARGO_BIN_EXE_dwarf2btf")), &args, "%M");
+    let out = common::tmp("thinlto.btf");
+    let args = common::kernel_args(2, &dir.join("vmlinux"), &out);
+    let v = common::gnu_time(Path::new(env!("CARGO_BIN_EXE_dwarf2btf")), &args, "%M");
     let _ = std::fs::remove_file(&out);
     let mb = v[0] / 1024.0;
     println!("c2-thinlto vmlinux -j2: peak RSS {mb:.1} MB");

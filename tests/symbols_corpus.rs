@@ -4,6 +4,9 @@
 //!
 //! Skips (with a message) when the corpus or the references are absent.
 
+mod common;
+use common::{corpus, reference, skip};
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,47 +16,17 @@ use dwarf2btf::btf::{self, Btf, TypeId, TypeKind};
 use dwarf2btf::kfuncs::{Kfuncs, KF_ARENA_ARG1, KF_ARENA_ARG2, KF_ARENA_RET, KF_FASTCALL};
 use dwarf2btf::symbols::{ElfSymbols, PERCPU_SECTION};
 
-/// The project's shared folder: `../shared` from the main checkout, `../../shared`
-/// from a worktree under `wt/`.
-fn shared() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    ["../shared", "../../shared"]
-        .iter()
-        .map(|p| root.join(p))
-        .find(|p| p.is_dir())
-}
-
-/// The corpus folder: `$DWARF2BTF_CORPUS`, or what `../shared/corpus/unpack.sh` prints.
-fn corpus() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("DWARF2BTF_CORPUS") {
-        let dir = PathBuf::from(dir);
-        if dir.join("vmlinux").exists() {
-            return Some(dir);
-        }
-    }
-    let script = shared()?.join("corpus/unpack.sh");
-    let out = Command::new("sh").arg(&script).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let dir = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
-    dir.join("vmlinux").exists().then_some(dir)
-}
-
 fn ref_path(name: &str) -> Option<PathBuf> {
-    let p = shared()?.join("reference/pahole-1.31").join(name);
+    let p = reference()?.join(name);
+    if !p.exists() {
+        skip(&format!("the reference {name}"));
+    }
     p.exists().then_some(p)
 }
 
-/// Both the corpus and the reference file `name`, or a skip message.
+/// Both the corpus and the reference file `name`.
 fn inputs(name: &str) -> Option<(PathBuf, PathBuf)> {
-    match (corpus(), ref_path(name)) {
-        (Some(c), Some(r)) => Some((c, r)),
-        _ => {
-            eprintln!("SKIP: corpus or reference {name} not found");
-            None
-        }
-    }
+    Some((corpus()?, ref_path(name)?))
 }
 
 /// Maps a file read-only.
@@ -341,13 +314,11 @@ fn check_kfuncs(what: &str, kfuncs: &Kfuncs, facts: &RefFacts) {
 #[test]
 fn module_kfuncs_functions_and_percpu() {
     let Some(corpus) = corpus() else {
-        eprintln!("SKIP: corpus not found");
         return;
     };
     let base = vmlinux_btf(&corpus);
     for m in ["nf_tables", "nf_conntrack", "vsock_loopback"] {
         let Some(reference) = ref_path(&format!("{m}.kernel-flags.btf")) else {
-            eprintln!("SKIP: reference for {m} not found");
             continue;
         };
         let path = corpus.join(format!("{m}.ko"));
@@ -396,7 +367,6 @@ fn module_kfuncs_functions_and_percpu() {
 #[test]
 fn module_section_layout_is_libdwfls() {
     let Some(corpus) = corpus() else {
-        eprintln!("SKIP: corpus not found");
         return;
     };
     let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/dwfl_layout.py");
@@ -405,7 +375,7 @@ fn module_section_layout_is_libdwfls() {
         let out = match Command::new("python3").arg(&tool).arg(&path).output() {
             Ok(o) if o.status.success() => o,
             _ => {
-                eprintln!("SKIP: python3 with libdw not available for the layout oracle");
+                skip("python3 with libdw, for the layout oracle");
                 return;
             }
         };

@@ -4,8 +4,8 @@
 //!
 //! Skips (with a message) when gcc or ld is missing.
 
-mod corpus_util;
-use corpus_util::{run, scratch};
+mod common;
+use common::*;
 
 use dwarf2btf::kfuncs::{Kfuncs, KF_FASTCALL};
 use dwarf2btf::symbols::ElfSymbols;
@@ -61,7 +61,7 @@ int alias_fn(int x) __attribute__((alias("use1")));
 fn gcc_clones_pieces_and_aliases() {
     let dir = scratch("gcc_clones");
     std::fs::write(dir.join("clones.c"), CLONES_C).unwrap();
-    if run("gcc", &["-O2", "-c", "clones.c", "-o", "clones.o"], &dir).is_none() {
+    if run_in(&dir, "gcc", &["-O2", "-c", "clones.c", "-o", "clones.o"]).is_none() {
         return;
     }
     let path = dir.join("clones.o");
@@ -136,11 +136,11 @@ fn relocatable_link_with_two_static_functions_of_one_name() {
         let (src, obj) = (format!("{f}.c"), format!("{f}.o"));
         let mut args = cc.to_vec();
         args.extend([src.as_str(), "-o", obj.as_str()]);
-        if run("gcc", &args, &dir).is_none() {
+        if run_in(&dir, "gcc", &args).is_none() {
             return;
         }
     }
-    if run("ld", &["-r", "a.o", "b.o", "-o", "ab.o"], &dir).is_none() {
+    if run_in(&dir, "ld", &["-r", "a.o", "b.o", "-o", "ab.o"]).is_none() {
         return;
     }
     let path = dir.join("ab.o");
@@ -188,7 +188,7 @@ int kf_a(void) { return 1; }
 fn kfunc_sets_from_btf_ids() {
     let dir = scratch("gcc_kfuncs");
     std::fs::write(dir.join("k.c"), KFUNC_SETS_C).unwrap();
-    if run("gcc", &["-O2", "-c", "k.c", "-o", "k.o"], &dir).is_none() {
+    if run_in(&dir, "gcc", &["-O2", "-c", "k.c", "-o", "k.o"]).is_none() {
         return;
     }
     let path = dir.join("k.o");
@@ -207,7 +207,7 @@ fn kfunc_sets_from_btf_ids() {
 
     // No .BTF_ids: no kfuncs. Not ELF: an error naming the file.
     std::fs::write(dir.join("none.c"), "int f(void) { return 0; }\n").unwrap();
-    run("gcc", &["-c", "none.c", "-o", "none.o"], &dir).unwrap();
+    run_in(&dir, "gcc", &["-c", "none.c", "-o", "none.o"]).unwrap();
     let none = std::fs::read(dir.join("none.o")).unwrap();
     assert!(Kfuncs::parse(&dir.join("none.o"), &none)
         .unwrap()

@@ -14,14 +14,19 @@
 //! ones still being produced. A slow task 0 cannot make the others pile up results: the
 //! workers wait at the window edge until task 0's worker produces and consumes it.
 //!
-//! Tasks are handed out from one FIFO `crossbeam_deque::Injector`, seeded in index order,
-//! that every worker steals from, so tasks start in index order and the ordered consumer
-//! is fed as early as possible. (ripgrep's walker gives each worker its own LIFO deque
-//! and lets it steal from its neighbours because walking a directory *creates* work,
-//! best kept local. Our tasks create none; per-worker deques would only let late indices
-//! start before early ones and stall the consumer.) Likewise no active-worker count is
-//! needed to detect the end: all work exists up front, so a worker is done when the
-//! queue is empty and its last result is stored; the run is done when all have joined.
+//! Tasks are handed out by work stealing (`crossbeam_deque`): one FIFO injector,
+//! seeded in index order, and a FIFO deque per worker. A worker takes its next task
+//! from its own deque; when that is empty it steals from the other workers' deques
+//! first and only then moves a small batch from the injector into its own. That order
+//! keeps tasks starting in (nearly) index order, which is what feeds the ordered
+//! consumer early: every deque holds a run of consecutive indices below the injector's
+//! front, so a stolen task is always an earlier one than the injector would give.
+//! (ripgrep's walker keeps work local because walking a directory *creates* work; our
+//! tasks create none, so the deques only spread the injector's order over the
+//! workers.) Each worker pops its own tasks in increasing order, so a worker that meets
+//! a task it must not run (past a failure) holds no earlier one. No active-worker count
+//! is needed to detect the end: all work exists up front, so a worker is done when no
+//! queue has a task and its last result is stored; the run is done when all have joined.
 //!
 //! The outcome is the one a sequential loop `for i { consume(i, produce(i)?)? }` would
 //! give: the same `consume` calls in the same order, and the error of the lowest-indexed
@@ -38,7 +43,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
-use crossbeam_deque::{Injector, Steal};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+mod stage;
+pub use stage::{ordered_stage, Feeder, Stopped};
 
 /// Which callback failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +55,8 @@ pub enum Stage {
     Produce,
     /// `consume`, running on the token holder.
     Consume,
+    /// The step of an [`ordered_stage`].
+    Step,
 }
 
 impl fmt::Display for Stage {
@@ -54,6 +64,7 @@ impl fmt::Display for Stage {
         f.write_str(match self {
             Stage::Produce => "produce",
             Stage::Consume => "consume",
+            Stage::Step => "ordered stage",
         })
     }
 }
@@ -174,25 +185,30 @@ where
     }
     let jobs = jobs.clamp(1, tasks);
     let window = window.clamp(1, tasks);
-    let run = Run::new(tasks, window, produce, consume);
+    let mut deques: Vec<Worker<usize>> = (0..jobs).map(|_| Worker::new_fifo()).collect();
+    let stealers = deques.iter().map(Worker::stealer).collect();
+    let run = Run::new(tasks, window, stealers, produce, consume);
+    let own = deques.remove(0);
     if jobs == 1 {
-        run.worker();
+        run.worker(0, own);
     } else {
         std::thread::scope(|scope| {
-            for k in 1..jobs {
+            for (k, deque) in deques.into_iter().enumerate() {
+                let run = &run;
                 let spawned = std::thread::Builder::new()
-                    .name(format!("dwarf2btf-worker-{k}"))
+                    .name(format!("dwarf2btf-worker-{}", k + 1))
                     // The main thread's usual stack, so a deep recursion that works
                     // with one job does not overflow with more.
                     .stack_size(WORKER_STACK)
-                    .spawn_scoped(scope, || run.worker());
+                    .spawn_scoped(scope, move || run.worker(k + 1, deque));
                 // Too few threads only slows the run down: the caller's worker and the
-                // ones already started still do every task.
+                // ones already started still do every task (a deque whose thread did
+                // not start stays empty: it never took a task).
                 if spawned.is_err() {
                     break;
                 }
             }
-            run.worker();
+            run.worker(0, own);
         });
     }
     run.finish()
@@ -200,6 +216,11 @@ where
 
 /// Stack size of spawned workers: what Linux gives the main thread by default.
 const WORKER_STACK: usize = 8 << 20;
+
+/// Most tasks a worker moves from the injector into its own deque at once: enough to
+/// spare the injector a steal per task, few enough that a batch's later tasks are
+/// soon stolen by idle workers rather than waiting behind a long first one.
+const BATCH: usize = 2;
 
 /// What `produce` gave for one task, waiting in the window to be consumed.
 type Outcome<T, E> = Result<T, Failure<E>>;
@@ -263,8 +284,10 @@ struct Run<T, E, P, C> {
     tasks: usize,
     /// Most results alive at once; also the length of the slot ring.
     window: usize,
-    /// Task indices not yet started, lowest first.
+    /// Task indices not yet taken by any worker, lowest first.
     queue: Injector<usize>,
+    /// The other ends of the workers' own deques, by worker number.
+    stealers: Vec<Stealer<usize>>,
     /// Index of the next task to consume. Only the token holder advances it, under the
     /// `slots` lock, after `consume` returns; read without the lock as a fast path for
     /// the window check (it only grows, so a stale value is merely conservative).
@@ -294,7 +317,13 @@ where
     P: Fn(usize) -> Result<T, E> + Sync,
     C: FnMut(usize, T) -> Result<(), E> + Send,
 {
-    fn new(tasks: usize, window: usize, produce: P, consume: C) -> Self {
+    fn new(
+        tasks: usize,
+        window: usize,
+        stealers: Vec<Stealer<usize>>,
+        produce: P,
+        consume: C,
+    ) -> Self {
         let queue = Injector::new();
         for task in 0..tasks {
             queue.push(task);
@@ -303,6 +332,7 @@ where
             tasks,
             window,
             queue,
+            stealers,
             next: AtomicUsize::new(0),
             limit: AtomicUsize::new(tasks),
             quit: AtomicBool::new(false),
@@ -320,11 +350,14 @@ where
 
     /// One worker: take the next task, wait for the window, produce, store, consume
     /// what is ready. Returns when the queue is empty or the run must stop.
-    fn worker(&self) {
+    fn worker(&self, me: usize, own: Worker<usize>) {
         let _guard = QuitOnPanic(self);
         while !self.quit.load(Ordering::Acquire) {
-            let Some(task) = self.take_task() else { break };
-            // Tasks come out in index order, so every later one is out of bounds too.
+            let Some(task) = self.take_task(me, &own) else {
+                break;
+            };
+            // Our own tasks come out in index order, so every later one is out of
+            // bounds too.
             if !self.wait_for_window(task) {
                 break;
             }
@@ -336,13 +369,34 @@ where
         }
     }
 
-    fn take_task(&self) -> Option<usize> {
+    /// The next task for worker `me`: from its own deque, else stolen from another
+    /// worker's (those hold earlier tasks than the injector), else a batch from the
+    /// injector. `None` once every queue is empty.
+    fn take_task(&self, me: usize, own: &Worker<usize>) -> Option<usize> {
+        if let Some(task) = own.pop() {
+            return Some(task);
+        }
         loop {
-            match self.queue.steal() {
-                Steal::Success(task) => return Some(task),
-                Steal::Empty => return None,
-                Steal::Retry => std::hint::spin_loop(),
+            let mut retry = false;
+            for (k, other) in self.stealers.iter().enumerate() {
+                if k == me {
+                    continue;
+                }
+                match other.steal() {
+                    Steal::Success(task) => return Some(task),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
             }
+            match self.queue.steal_batch_with_limit_and_pop(own, BATCH) {
+                Steal::Success(task) => return Some(task),
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            if !retry {
+                return None;
+            }
+            std::hint::spin_loop();
         }
     }
 

@@ -25,9 +25,9 @@ impl Rng {
 }
 
 /// Injected panics start with this; the hook keeps them off stderr.
-const INJECTED: &str = "injected panic";
+pub(crate) const INJECTED: &str = "injected panic";
 
-fn quiet_injected_panics() {
+pub(crate) fn quiet_injected_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
@@ -47,7 +47,7 @@ fn quiet_injected_panics() {
 
 /// Runs `f` on its own thread and fails the test if it takes longer than `secs`: a hang
 /// must show up as a failure, not as a stuck test run.
-fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
+pub(crate) fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
     let (tx, rx) = mpsc::channel();
     let handle = std::thread::spawn(move || {
         let _ = tx.send(f());
@@ -466,4 +466,38 @@ fn stress_random_delays_sizes_and_faults() {
         check_window(case);
     }
     assert!(start.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn an_idle_worker_steals_from_a_busy_workers_deque() {
+    // Worker deques take tasks from the injector in batches: while the worker that
+    // holds task 0 is slow, the tasks queued behind it in its own deque are stolen
+    // and produced by the other worker.
+    let producers = within(30, || {
+        let producers = Mutex::new(vec![None; 6]);
+        run_ordered::<(), (), _, _>(
+            6,
+            2,
+            6,
+            |task| {
+                if task == 0 {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                lock(&producers)[task] = Some(std::thread::current().id());
+                Ok(())
+            },
+            |_, ()| Ok(()),
+        )
+        .unwrap();
+        producers.into_inner().unwrap()
+    });
+    let slow = producers[0].unwrap();
+    assert!(
+        producers[1..].iter().all(|p| p.unwrap() != slow),
+        "tasks 1..6 should all have run on the other worker: {producers:?}"
+    );
+}
+
+fn lock<X>(m: &Mutex<X>) -> std::sync::MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

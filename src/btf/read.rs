@@ -529,7 +529,5 @@ pub fn map_file(path: &Path) -> Result<memmap2::Mmap, crate::Error> {
             "is a directory, not a BTF or ELF file",
         ));
     }
-    // SAFETY: the mapping is read-only and private to us; like every tool that maps
-    // its input, we rely on nobody truncating the file while we read it.
-    unsafe { memmap2::Mmap::map(&file) }.map_err(|e| crate::Error::io(path, e))
+    crate::mmap::map_file(&file).map_err(|e| crate::Error::io(path, e))
 }

@@ -446,21 +446,23 @@ impl FuncEncoder {
         };
         let size = param_byte_size(cu, ty, 0);
         let addr = cu.address_size as u64;
+        // The widest parameter passed in registers.
+        let in_regs = if self.abi.agg_two_regs {
+            2 * addr
+        } else {
+            addr
+        };
         let wide = self.abi.agg_two_regs && size > addr;
+        let reg = if p.has_loc {
+            loc_reg(cu, p.loc, wide)
+        } else {
+            None
+        };
         ParamLoc {
             has_loc: p.has_loc,
-            reg: if p.has_loc {
-                loc_reg(cu, p.loc, wide)
-            } else {
-                None
-            },
+            reg,
             size,
-            in_memory: size
-                > if self.abi.agg_two_regs {
-                    2 * addr
-                } else {
-                    addr
-                },
+            in_memory: size > in_regs,
         }
     }
 

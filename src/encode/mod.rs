@@ -7,7 +7,7 @@
 
 mod features;
 pub mod funcs;
-mod strings;
+pub mod strings;
 mod vars;
 
 pub use features::Features;

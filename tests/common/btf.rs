@@ -1,42 +1,10 @@
-//! Shared helpers of the BTF tests: where the pahole references and the corpus are,
-//! and which base each reference file needs.
-#![allow(dead_code)] // each test crate uses a different subset
+//! The BTF tests' cases: which base each reference file needs, the corpus files, a
+//! seedable generator.
 
+use super::{corpus, reference, skip, vmlinux};
 use dwarf2btf::btf::{read, Btf};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
-
-/// The pahole 1.31 reference folder: `$DWARF2BTF_REFERENCE`, or `shared/` beside the
-/// repository (as in CI), or the workplace's copy.
-pub fn reference_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("DWARF2BTF_REFERENCE").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/reference/pahole-1.31")),
-        Some(PathBuf::from("/work/shared/reference/pahole-1.31")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|d| d.join("README.md").is_file())
-}
-
-/// The unpacked corpus folder (`$DWARF2BTF_CORPUS`, or unpack.sh's default).
-pub fn corpus_dir() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("DWARF2BTF_CORPUS").map(PathBuf::from),
-        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/dwarf2btf-corpus")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|d| d.join("vmlinux").is_file())
-}
-
-/// The corpus vmlinux, if unpacked.
-pub fn vmlinux() -> Option<PathBuf> {
-    corpus_dir().map(|d| d.join("vmlinux"))
-}
 
 /// The `.BTF` of the corpus vmlinux, read once per test binary.
 pub fn vmlinux_btf() -> Option<Arc<Btf>> {
@@ -45,14 +13,6 @@ pub fn vmlinux_btf() -> Option<Arc<Btf>> {
         vmlinux().map(|v| Arc::new(read::read_file_checked(&v, None).expect("vmlinux .BTF")))
     })
     .clone()
-}
-
-/// Whether `bpftool` can be run.
-pub fn have_bpftool() -> bool {
-    Command::new("bpftool")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// One BTF file to test, with the base it needs (if split).
@@ -68,8 +28,7 @@ pub struct Case {
 /// `.distilled.BTF`, the corpus vmlinux for a module's `.kernel-flags.btf` (skipped
 /// with a message when the corpus is absent). Sorted by name.
 pub fn reference_cases() -> Vec<Case> {
-    let Some(dir) = reference_dir() else {
-        eprintln!("SKIP: pahole reference folder not found (set DWARF2BTF_REFERENCE)");
+    let Some(dir) = reference() else {
         return Vec::new();
     };
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -93,7 +52,7 @@ pub fn reference_cases() -> Vec<Case> {
                     file,
                     base: Some(v),
                 }),
-                None => eprintln!("SKIP {n}: corpus vmlinux absent (set DWARF2BTF_CORPUS)"),
+                None => skip(&format!("{n}: the corpus vmlinux")),
             }
         }
     }
@@ -102,8 +61,7 @@ pub fn reference_cases() -> Vec<Case> {
 
 /// The corpus files themselves (vmlinux, and the modules over it), if unpacked.
 pub fn corpus_cases() -> Vec<Case> {
-    let Some(dir) = corpus_dir() else {
-        eprintln!("SKIP: corpus not unpacked (set DWARF2BTF_CORPUS)");
+    let Some(dir) = corpus() else {
         return Vec::new();
     };
     let v = dir.join("vmlinux");

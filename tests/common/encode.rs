@@ -1,97 +1,13 @@
-//! Where the corpus tests find their inputs: the project's `shared` folder (the pahole
-//! references, btfcmp.py), the unpacked corpus, and unique temporary names; and, for
-//! the tests that build small objects themselves, scratch folders and a tool runner;
-//! and, for the memory test and the engine bench (which includes this file by path),
-//! GNU time and the four-copy kernel. Each user compiles all of it and uses a part.
-#![allow(dead_code)] // each test binary compiles this module and uses only a part
+//! Encoding with the binary under test and judging the result: btfcmp's verdict,
+//! the kernel's arguments, GNU time's figures, the four-copy kernel.
 
+use super::{btfcmp, skip, tmp, KFLAGS};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The flags `scripts/Makefile.btf` passes (without `--lang_exclude=rust`).
-pub const KFLAGS: &str = "--btf_features=encode_force,var,float,enum64,decl_tag,type_tag,optimized_func,consistent_func,decl_tag_kfuncs";
-
 /// GNU time, which reports a run's peak RSS.
 pub const GNU_TIME: &str = "/usr/bin/time";
-
-/// The repository root.
-pub fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The project's `shared` folder: `../shared` from the main checkout, further up
-/// from a worktree.
-pub fn shared() -> Option<PathBuf> {
-    root()
-        .ancestors()
-        .skip(1)
-        .map(|a| a.join("shared"))
-        .find(|d| d.join("tools/btfcmp.py").exists())
-}
-
-/// The unpacked corpus: `$DWARF2BTF_CORPUS`, or what `shared/corpus/unpack.sh` prints.
-pub fn corpus() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("DWARF2BTF_CORPUS") {
-        let d = PathBuf::from(d);
-        return d.join("vmlinux").exists().then_some(d);
-    }
-    let script = shared()?.join("corpus/unpack.sh");
-    let out = Command::new("sh").arg(&script).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let d = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
-    d.join("vmlinux").exists().then_some(d)
-}
-
-/// pahole v1.31's reference outputs.
-pub fn reference() -> Option<PathBuf> {
-    let d = shared()?.join("reference/pahole-1.31");
-    d.exists().then_some(d)
-}
-
-/// A temporary file name unique to this call (tests run on parallel threads).
-pub fn tmp(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("dwarf2btf-test-{}-{n}-{name}", std::process::id()))
-}
-
-/// A fresh, empty scratch folder `name` under cargo's temporary folder for tests.
-pub fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs a tool (gcc, ld) in `dir`, asserting success; `None` (and a skip message)
-/// when it cannot be run at all.
-pub fn run(cmd: &str, args: &[&str], dir: &Path) -> Option<()> {
-    let out = match Command::new(cmd).args(args).current_dir(dir).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("SKIP: cannot run {cmd}: {e}");
-            return None;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(())
-}
-
-/// The corpus and pahole's references, or `None` after a skip message.
-pub fn corpus_and_reference() -> Option<(PathBuf, PathBuf)> {
-    let (Some(c), Some(r)) = (corpus(), reference()) else {
-        println!("skipping: corpus or pahole reference files not found");
-        return None;
-    };
-    Some((c, r))
-}
 
 /// Encodes `input` (split over `base`, if given) with `-J -j2` and `flags` into a new
 /// temporary file, asserting success; returns that file.
@@ -121,15 +37,12 @@ pub fn btfcmp_verdict(
     extra: &[&str],
 ) -> Option<String> {
     let mut cmp = Command::new("python3");
-    cmp.arg(shared().unwrap().join("tools/btfcmp.py"))
-        .arg(ours)
-        .arg(reference)
-        .args(extra);
+    cmp.arg(btfcmp()?).arg(ours).arg(reference).args(extra);
     if let Some(b) = base {
         cmp.arg("--base").arg(b);
     }
     let Ok(out) = cmp.output() else {
-        println!("skipping: python3 not available");
+        skip("python3 cannot be run");
         return None;
     };
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -206,33 +119,37 @@ pub fn four_copies(vmlinux: &Path, dir: &Path) -> Option<PathBuf> {
     updated.success().then_some(out)
 }
 
-/// A test that cannot run for want of `what` (an input, a tool): under
-/// `DWARF2BTF_REQUIRE_DATA=1`, as CI sets it, that is a failure; otherwise it prints
-/// `SKIP: what` and the caller returns.
-pub fn skip(what: &str) {
-    if std::env::var_os("DWARF2BTF_REQUIRE_DATA").is_some_and(|v| v == "1") {
-        panic!("required test input missing: {what} (DWARF2BTF_REQUIRE_DATA=1)");
-    }
-    eprintln!("SKIP: {what}");
+/// The last line of btfcmp's report (`equal` or `differ: …`) and the whole report,
+/// for `btfcmp.py args`.
+pub fn btfcmp_report(tool: &Path, args: &[&OsStr]) -> (String, String) {
+    // btfcmp exits 1 on `differ`; only an empty report is a failure of the tool.
+    let (_, out, err) = super::run(Command::new("python3").arg(tool).args(args));
+    assert!(!out.trim().is_empty(), "btfcmp {args:?} failed:\n{err}");
+    let last = out.lines().last().unwrap_or("").to_string();
+    (last, out)
 }
 
 /// The folder of the clang-built kernel `case` (`c1-clang`, `c2-thinlto`: vmlinux,
-/// tcp_bic.ko, tcp_bbr.ko): `$DWARF2BTF_CLANG_KERNELS/case`, else `/root/clang/case`,
-/// else the corpus's `clang/case.tar.zst` unpacked once under cargo's temporary
-/// folder. `None` when none is there.
+/// tcp_bic.ko, tcp_bbr.ko): `$DWARF2BTF_CLANG/case` (default `~/clang/case`, as
+/// [`super::clang_kernel`]), else the corpus's `clang/case.tar.zst` unpacked once
+/// under cargo's temporary folder (so that CI, which has the corpus, runs the
+/// tests over it). `None` (after a skip) when neither is there.
 pub fn clang_case(case: &str) -> Option<PathBuf> {
-    let roots = [
-        std::env::var_os("DWARF2BTF_CLANG_KERNELS").map(PathBuf::from),
-        Some(PathBuf::from("/root/clang")),
-    ];
-    for root in roots.into_iter().flatten() {
-        let dir = root.join(case);
-        if dir.join("vmlinux").is_file() {
-            return Some(dir);
-        }
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()));
+    let dir = std::env::var_os("DWARF2BTF_CLANG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join("clang"))
+        .join(case);
+    if dir.join("vmlinux").is_file() {
+        return Some(dir);
     }
-    let packed = shared()?.join(format!("corpus/clang/{case}.tar.zst"));
+    let packed = super::shared()?.join(format!("corpus/clang/{case}.tar.zst"));
     if !packed.is_file() {
+        skip(&format!(
+            "the {case} kernel ({} or {})",
+            dir.display(),
+            packed.display()
+        ));
         return None;
     }
     let into = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clang");
@@ -252,7 +169,13 @@ pub fn clang_case(case: &str) -> Option<PathBuf> {
             .success();
         if !ok || std::fs::rename(&part, &dir).is_err() {
             let _ = std::fs::remove_dir_all(&part);
-            return dir.join("vmlinux").is_file().then_some(dir);
+            if !dir.join("vmlinux").is_file() {
+                skip(&format!(
+                    "the {case} kernel: unpacking {} failed",
+                    packed.display()
+                ));
+                return None;
+            }
         }
     }
     Some(dir)

@@ -1,73 +1,15 @@
-//! Shared helpers of the dedup tests: finding the corpus and references, running
-//! libbpf's dedup through tests/tools/libbpf_dedup.py, building "doubled" BTF.
-#![allow(dead_code)]
+//! The dedup tests' helpers: running libbpf's dedup through
+//! tests/tools/libbpf_dedup.py, building "doubled" BTF.
 
+use super::{root, skip};
 use dwarf2btf::btf::{self, Btf};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-/// Candidate locations of the shared folder (corpus packs, references).
-fn shared_dirs() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Ok(d) = std::env::var("DWARF2BTF_SHARED") {
-        v.push(PathBuf::from(d));
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    v.push(root.join("../shared"));
-    v.push(root.join("../../shared"));
-    v
-}
-
-/// The pahole 1.31 reference folder, or None (with a message) if absent.
-pub fn reference_dir() -> Option<PathBuf> {
-    for d in shared_dirs() {
-        let r = d.join("reference/pahole-1.31");
-        if r.join("vmlinux-cloud.kernel-flags.btf").is_file() {
-            return Some(r);
-        }
-    }
-    eprintln!("SKIP: pahole-1.31 reference folder not found (set DWARF2BTF_SHARED)");
-    None
-}
-
-/// The corpus folder, unpacking it if needed, or None (with a message).
-pub fn corpus_dir() -> Option<PathBuf> {
-    if let Ok(d) = std::env::var("DWARF2BTF_CORPUS") {
-        if Path::new(&d).join("vmlinux").is_file() {
-            return Some(PathBuf::from(d));
-        }
-    }
-    for d in shared_dirs() {
-        let script = d.join("corpus/unpack.sh");
-        if script.is_file() {
-            if let Ok(out) = Command::new("sh").arg(&script).output() {
-                let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-                if out.status.success() && dir.join("vmlinux").is_file() {
-                    return Some(dir);
-                }
-            }
-        }
-    }
-    let home = PathBuf::from(std::env::var("HOME").unwrap_or_else(|_| "/root".into()));
-    let d = home.join(".cache/dwarf2btf-corpus");
-    if d.join("vmlinux").is_file() {
-        return Some(d);
-    }
-    eprintln!("SKIP: corpus not found (set DWARF2BTF_CORPUS)");
-    None
-}
-
-/// A scratch folder unique to this test process and `name`.
-pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dwarf2btf-dedup-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).expect("create scratch folder");
-    d
-}
-
 /// Whether libbpf's dedup can be run here.
 pub fn have_libbpf() -> bool {
-    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/libbpf_dedup.py");
+    let harness = root().join("tests/tools/libbpf_dedup.py");
     let ok = Command::new("python3")
         .arg("-c")
         .arg("import ctypes; ctypes.CDLL('libbpf.so.1')")
@@ -75,14 +17,14 @@ pub fn have_libbpf() -> bool {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok || !harness.is_file() {
-        eprintln!("SKIP: python3 with libbpf.so.1 not available");
+        skip("python3 with libbpf.so.1 (apt-get install python3 libbpf1)");
     }
     ok && harness.is_file()
 }
 
 /// libbpf's `btf__dedup` output for the file `input` (split over `base` if given).
 pub fn libbpf_dedup(input: &Path, base: Option<&Path>, out: &Path) -> Vec<u8> {
-    let harness = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/libbpf_dedup.py");
+    let harness = root().join("tests/tools/libbpf_dedup.py");
     let mut cmd = Command::new("python3");
     cmd.arg(harness).arg(input).arg(out);
     if let Some(b) = base {
