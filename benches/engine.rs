@@ -7,12 +7,18 @@
 //! `$DWARF2BTF_CORPUS` or `../shared/corpus/unpack.sh`). `BENCH_RUNS=N` repeats each
 //! measurement N times (default 3) and keeps the fastest run; `BENCH_NO_4X=1` skips
 //! the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
+//!
+//! Then the clang ThinLTO kernel (`c2-thinlto`, found or unpacked by
+//! `common::clang_case`), whose 2,416 units pahole reads as one merged unit:
+//! ours at -j1, -j2 and -j8, and pahole's when `BENCH_PAHOLE_LTO` names a pahole
+//! that reads LTO DWARF (the reference pahole 1.31 does; Debian 12's 1.24 does too,
+//! more slowly). `BENCH_NO_LTO=1` skips it.
 
 // The corpus locator, GNU time and the four-copy kernel, shared with the tests.
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
+use common::{clang_case, corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -140,5 +146,34 @@ fn main() {
             None => println!("(objcopy failed: the four-copy kernel is not measured)"),
         }
     }
+    if std::env::var_os("BENCH_NO_LTO").is_none() {
+        lto(&ours, &dir, runs);
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The ThinLTO kernel's vmlinux: ours at -j1, -j2 and -j8, pahole's at -j2.
+fn lto(ours: &Path, dir: &Path, runs: usize) {
+    let Some(case) = clang_case("c2-thinlto") else {
+        println!("(no c2-thinlto kernel: the LTO case is not measured)");
+        return;
+    };
+    let vmlinux = case.join("vmlinux");
+    let out = dir.join("lto.btf");
+    println!("c2-thinlto vmlinux (ThinLTO, 2,416 units merged), kernel flags");
+    let mut rss = Vec::new();
+    for j in [1, 2, 8] {
+        let f = best(ours, &kernel_args(j, &vmlinux, &out), runs);
+        row(&format!("dwarf2btf -j{j}, ThinLTO"), f);
+        rss.push(f.rss_kb);
+    }
+    println!("RSS -j8 / -j1 = {:.2}", rss[2] as f64 / rss[0] as f64);
+    if let Some(p) = std::env::var_os("BENCH_PAHOLE_LTO") {
+        let f = best(
+            Path::new(&p),
+            &kernel_args(2, &vmlinux, &dir.join("p.btf")),
+            runs,
+        );
+        row("pahole -j2, ThinLTO", f);
+    }
 }

@@ -17,11 +17,12 @@
 
 use crate::btf::{self, Btf, Type, TypeId};
 use crate::dedup::{Compat, FinalPass, Incremental};
-use crate::dwarf::{types::parse_cu, types::CuTypes, DwarfInput};
+use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder, FuncSkip};
 use crate::mmap::SectionParts;
 use crate::Error;
+use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -100,7 +101,8 @@ pub struct Tuning {
     /// the token holder encodes a large unit: about 5% less wall time at -j2 on the
     /// corpus vmlinux than the workers alone, in interleaved runs. Each unit of
     /// window costs one parsed unit's arena and its input pages, about 2 MB there;
-    /// plus two gained no more time).
+    /// plus two gained no more time; 1 for an LTO build's groups of units, which
+    /// are several units each).
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
@@ -205,7 +207,10 @@ pub fn workers_for(jobs: usize) -> usize {
 struct UnitOwner<'i> {
     arena: arena::CuArena,
     dw: &'i DwarfInput<'i>,
-    idx: usize,
+    /// The units parsed as one: one unit, or a group of an LTO build.
+    units: Range<usize>,
+    /// Whether the units are a group (parts of pahole's merged unit).
+    group: bool,
     exclude: &'i [u16],
 }
 
@@ -223,22 +228,29 @@ self_cell::self_cell!(
 /// The parse of one unit into its arena. A named function, not a closure: the type
 /// of its argument carries the bound `'i: 'a` that lets the types borrow both.
 fn build_unit<'a, 'i>(o: &'a UnitOwner<'i>) -> Result<CuTypes<'a>, Error> {
-    let cu = parse_cu(o.dw, o.idx, o.arena.bump(), o.exclude)?;
+    let cu = if o.group {
+        parse_group(o.dw, o.units.clone(), o.arena.bump(), o.exclude)?
+    } else {
+        parse_cu(o.dw, o.units.start, o.arena.bump(), o.exclude)?
+    };
     o.arena.report();
     Ok(cu)
 }
 
-/// Parses unit `idx` of `dw` into `arena`.
+/// Parses units `units` of `dw` into `arena`: one unit, or (`group`) an LTO build's
+/// group of units as one.
 fn parse_unit<'i>(
     dw: &'i DwarfInput<'i>,
-    idx: usize,
+    units: Range<usize>,
+    group: bool,
     exclude: &'i [u16],
     arena: arena::CuArena,
 ) -> Result<ParsedUnit<'i>, Error> {
     let owner = UnitOwner {
         arena,
         dw,
-        idx,
+        units,
+        group,
         exclude,
     };
     ParsedUnit::try_new(owner, build_unit)
@@ -258,10 +270,28 @@ fn encode_units(
     let input = ElfInput::open(&opts.input)?;
     let dw = DwarfInput::new(&input)?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
+    // An LTO build, which pahole reads as one merged unit: the groups of units that
+    // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
+    let groups = if lto::merges_units(&input, &dw)? {
+        state.set_merged();
+        Some(lto::groups(&dw)?)
+    } else {
+        None
+    };
+    let units_of = |i: usize| match &groups {
+        Some(g) => g[i].clone(),
+        None => i..i + 1,
+    };
+    let items = groups.as_ref().map_or(dw.unit_count(), |g| g.len());
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
-    let window = tuning
-        .window
-        .unwrap_or(if workers > 1 { workers + 1 } else { 2 });
+    let window = tuning.window.unwrap_or(match (&groups, workers) {
+        // An LTO build's groups are several units each (the ThinLTO kernel's
+        // largest takes 12 MB of arena): one group parsed ahead at a time keeps
+        // -j2's peak RSS within 1.12 × -j1's (46 / 41 MB; 52 MB with two ahead).
+        (Some(_), _) => 1,
+        (None, 1) => 2,
+        (None, w) => w + 1,
+    });
     let mut release = InputRelease::new(&input);
     // Emptied arenas, for the next units: a unit's data is freed in one step when it
     // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
@@ -269,7 +299,13 @@ fn encode_units(
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
     let produce = |idx: usize| {
         let arena = lock(&pool).pop().unwrap_or_default();
-        parse_unit(&dw, idx, &opts.lang_exclude, arena)
+        parse_unit(
+            &dw,
+            units_of(idx),
+            groups.is_some(),
+            &opts.lang_exclude,
+            arena,
+        )
     };
     let first = state.btf().first_id();
     // The units, parsed in parallel and encoded in order; `stage` takes each unit's
@@ -287,7 +323,10 @@ fn encode_units(
             } else {
                 FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
             };
-            let consume = |idx: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+            let consume = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+                let units = units_of(item);
+                // Errors name the first unit of a group; pages go up to its last.
+                let (idx, last) = (units.start, units.end - 1);
                 let funcs = symbols.get(&opts.input)?;
                 encode_cu(unit.borrow_dependent(), &mut state)
                     .map_err(|e| dw.unit_error(idx, e))?;
@@ -298,8 +337,13 @@ fn encode_units(
                     .map_err(|e| dw.unit_error(idx, e))?;
                 let loclists_start = unit.borrow_dependent().loclists_start;
                 let mut arena = unit.into_owner().arena;
-                arena.reset();
-                lock(&pool).push(arena);
+                // An arena that grew past what most units need (an LTO build's large
+                // group) is dropped rather than kept in the pool with its largest
+                // chunk.
+                if arena.allocated_bytes() <= POOLED_ARENA_MAX {
+                    arena.reset();
+                    lock(&pool).push(arena);
+                }
                 if let Some(stage) = stage {
                     let unit = (idx, state.take_types(), state.btf().str_end());
                     // A refused push means the stage failed: its own error is the one
@@ -313,15 +357,13 @@ fn encode_units(
                     // fight over it).
                     stage.drain(|(kept, _types)| remap_unit(funcs, &kept, first));
                 }
-                release.after_unit(&input, &dw, idx, loclists_start);
+                release.after_unit(&input, &dw, last, loclists_start);
                 Ok(())
             };
-            sched::run_ordered(dw.unit_count(), workers, window, produce, consume).map_err(
-                |e| match e {
-                    sched::Error::Failed { error, .. } => error,
-                    panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-                },
-            )?;
+            sched::run_ordered(items, workers, window, produce, consume).map_err(|e| match e {
+                sched::Error::Failed { error, .. } => error,
+                panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+            })?;
             symbols.get(&opts.input)?;
             symbols.into_ready()
         })
@@ -365,6 +407,10 @@ fn encode_units(
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok((state, fin, skips))
 }
+/// The largest arena (in bytes allocated) that goes back to the pool: the largest
+/// unit of the clang-built test kernel takes 3 MB; the largest group of units of its
+/// ThinLTO build 12 MB, which, kept by every pooled arena, would stay resident.
+const POOLED_ARENA_MAX: usize = 4 << 20;
 
 /// Most encoded units waiting for the dedup stage.
 const MAX_QUEUED: usize = 4;

@@ -79,6 +79,12 @@ impl<'i> Cur<'i> {
         self.take(n).map(|_| ())
     }
 
+    /// An unsigned integer of `n` bytes in the unit's byte order.
+    #[inline]
+    pub fn read_uint(&mut self, n: usize) -> Result<u64> {
+        self.uint(n)
+    }
+
     #[inline]
     fn uint(&mut self, n: usize) -> Result<u64> {
         let b = self.take(n)?;
@@ -115,7 +121,7 @@ impl<'i> Cur<'i> {
 
     /// A signed LEB128.
     #[inline]
-    fn sleb(&mut self) -> Result<i64> {
+    pub fn sleb(&mut self) -> Result<i64> {
         let mut v = 0i64;
         let mut shift = 0u32;
         loop {
@@ -199,6 +205,21 @@ pub struct UnitEnc<'i> {
     pub str_offsets: &'i [u8],
     /// `DW_AT_str_offsets_base` of the unit.
     pub str_offsets_base: u64,
+    /// Where the unit lies in the group of units parsed as one (LTO builds, see
+    /// [`super::lto`]); the default for a unit on its own.
+    pub place: Place,
+}
+
+/// Where a unit lies in the units parsed as one: references within the unit are
+/// shifted by `rebase` (the unit's start minus the group's), and a `DW_FORM_ref_addr`
+/// into `group` (`.debug_info` offsets) becomes a reference relative to its start.
+/// A unit on its own has no group: its `ref_addr`s are [`Val::FarRef`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Place {
+    /// Added to every unit offset.
+    pub rebase: u32,
+    /// The group's `.debug_info` range (empty for a unit on its own).
+    pub group: (u64, u64),
 }
 
 impl<'i> UnitEnc<'i> {
@@ -278,11 +299,22 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_sdata => Val::S(c.sleb()?),
             DW_FORM_implicit_const => Val::S(implicit),
             DW_FORM_flag_present => Val::U(1),
-            DW_FORM_ref1 => Val::Ref(c.uint(1)?),
-            DW_FORM_ref2 => Val::Ref(c.uint(2)?),
-            DW_FORM_ref4 => Val::Ref(c.uint(4)?),
-            DW_FORM_ref8 => Val::Ref(c.uint(8)?),
-            DW_FORM_ref_udata => Val::Ref(c.uleb()?),
+            DW_FORM_ref1 => self.local(c.uint(1)?),
+            DW_FORM_ref2 => self.local(c.uint(2)?),
+            DW_FORM_ref4 => self.local(c.uint(4)?),
+            DW_FORM_ref8 => self.local(c.uint(8)?),
+            DW_FORM_ref_udata => self.local(c.uleb()?),
+            DW_FORM_ref_addr if self.place.group.1 > self.place.group.0 => {
+                let n = self.fixed_size(form).unwrap_or(4) as usize;
+                let t = c.uint(n)?;
+                let (start, end) = self.place.group;
+                if t < start || t >= end {
+                    return Err(DieError(format!(
+                        "reference to .debug_info+{t:#x}, outside its group of units"
+                    )));
+                }
+                Val::Ref(t - start)
+            }
             DW_FORM_ref_addr | DW_FORM_ref_sig8 | DW_FORM_ref_sup4 | DW_FORM_ref_sup8
             | DW_FORM_GNU_ref_alt => {
                 self.skip(c, form)?;
@@ -341,6 +373,12 @@ impl<'i> UnitEnc<'i> {
                 Val::Other
             }
         })
+    }
+
+    /// A reference within the unit, relative to its group's start.
+    #[inline]
+    fn local(&self, o: u64) -> Val<'i> {
+        Val::Ref(o.wrapping_add(self.place.rebase as u64))
     }
 
     /// The string at index `i` of the unit's string offsets table.

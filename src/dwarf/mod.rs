@@ -7,6 +7,8 @@
 #[allow(non_upper_case_globals)] // gimli names DWARF constants as the spec does
 pub mod die;
 #[allow(non_upper_case_globals)]
+pub mod lto;
+#[allow(non_upper_case_globals)]
 pub mod types;
 
 use crate::elf::ElfInput;
@@ -105,6 +107,22 @@ impl<'a> DwarfInput<'a> {
     /// Number of units.
     pub fn unit_count(&self) -> usize {
         self.units.len()
+    }
+
+    /// The `.debug_info` offset where unit `idx` starts.
+    pub fn unit_start(&self, idx: usize) -> u64 {
+        self.units[idx]
+            .offset()
+            .as_debug_info_offset()
+            .map_or(0, |o| o.0 as u64)
+    }
+
+    /// The `.debug_info` offset where unit `idx` ends.
+    pub fn unit_end(&self, idx: usize) -> u64 {
+        match self.units.get(idx + 1) {
+            Some(_) => self.unit_start(idx + 1),
+            None => self.input.section(".debug_info").len() as u64,
+        }
     }
 
     /// An error about unit `idx` of this file.

@@ -6,7 +6,7 @@
 //! unit offsets ([`DieRef`]); [`CuTypes::index_of`] maps them to positions by binary
 //! search over the sorted DIE offsets. Names borrow the input's string sections.
 
-use super::die::{Cur, DieError, Op, Plan, UnitEnc, Val};
+use super::die::{Cur, DieError, Op, Place, Plan, UnitEnc, Val};
 use super::DwarfInput;
 use arena::Bump;
 use bumpalo::collections::Vec as BVec;
@@ -489,6 +489,158 @@ pub fn parse_cu<'a, 'i: 'a>(
     bump: &'a Bump,
     exclude: &[u16],
 ) -> Result<CuTypes<'a>, crate::Error> {
+    let mut acc = Acc::new(bump);
+    let info = parse_cu_at(dw, idx, bump, exclude, Place::default(), &mut acc)?;
+    Ok(acc.finish(info))
+}
+
+/// Parses units `units` of `dw` (an LTO build's group of units that refer to each
+/// other, see [`super::lto`]) into `bump` as one unit, as pahole's merged unit holds
+/// them: each unit's DIEs after the previous unit's, with every unit offset relative
+/// to the group's start, so that references between the units resolve like
+/// references within one. The units' DIEs go into one set of arrays, so that a
+/// group costs what one unit of its size does. The language, address size and
+/// producer are the first unit's, as in pahole's merged unit.
+pub fn parse_group<'a, 'i: 'a>(
+    dw: &DwarfInput<'i>,
+    units: std::ops::Range<usize>,
+    bump: &'a Bump,
+    exclude: &[u16],
+) -> Result<CuTypes<'a>, crate::Error> {
+    let first = units.start;
+    let start = dw.unit_start(first);
+    let end = dw.unit_end(units.end - 1);
+    if end - start > u32::MAX as u64 / 2 {
+        return Err(dw.unit_error(
+            first,
+            format!(
+                "units {}..{} refer to each other over more than 2 GB of .debug_info",
+                units.start, units.end
+            ),
+        ));
+    }
+    let mut acc = Acc::new(bump);
+    let mut info: Option<UnitInfo<'a>> = None;
+    for idx in units {
+        let place = Place {
+            rebase: (dw.unit_start(idx) - start) as u32,
+            group: (start, end),
+        };
+        let u = parse_cu_at(dw, idx, bump, exclude, place, &mut acc)?;
+        match &mut info {
+            None => info = Some(u),
+            Some(first_info) => {
+                if u.address_size != first_info.address_size {
+                    return Err(dw.unit_error(idx, "address size differs from its group's"));
+                }
+                match (&first_info.locs, u.locs) {
+                    (Some(a), Some(b)) if a.encoding != b.encoding => {
+                        return Err(
+                            dw.unit_error(idx, "DWARF version or format differs from its group's")
+                        )
+                    }
+                    (None, Some(b)) => first_info.locs = Some(b),
+                    _ => {}
+                }
+                first_info.loclists_start = first_info.loclists_start.min(u.loclists_start);
+            }
+        }
+    }
+    let info = info.expect("a group has a unit");
+    Ok(acc.finish(info))
+}
+
+/// The arrays a unit's (or a group's) DIEs are parsed into.
+struct Acc<'a> {
+    offsets: BVec<'a, u32>,
+    types: BVec<'a, TypeDie<'a>>,
+    decl_tags: BVec<'a, DeclTagDie<'a>>,
+    funcs: BVec<'a, FuncDie<'a>>,
+    vars: BVec<'a, VarDie<'a>>,
+    /// Composites with nested type DIEs: (index, index of the last nested type).
+    nests: Vec<(u32, u32)>,
+    bump: &'a Bump,
+}
+
+/// What a parsed unit says of itself besides its DIEs.
+struct UnitInfo<'a> {
+    language: u16,
+    address_size: u8,
+    producer_clang: bool,
+    locs: Option<LocCtx<'a>>,
+    loclists_start: u64,
+}
+
+impl<'a> Acc<'a> {
+    fn new(bump: &'a Bump) -> Acc<'a> {
+        Acc {
+            offsets: BVec::new_in(bump),
+            types: BVec::new_in(bump),
+            decl_tags: BVec::new_in(bump),
+            funcs: BVec::new_in(bump),
+            vars: BVec::new_in(bump),
+            nests: Vec::new(),
+            bump,
+        }
+    }
+
+    fn finish(mut self, info: UnitInfo<'a>) -> CuTypes<'a> {
+        let order = self.emission_order();
+        CuTypes {
+            offsets: self.offsets.into_bump_slice(),
+            types: self.types.into_bump_slice(),
+            decl_tags: self.decl_tags.into_bump_slice(),
+            language: info.language,
+            address_size: info.address_size,
+            producer_clang: info.producer_clang,
+            funcs: self.funcs.into_bump_slice(),
+            vars: self.vars.into_bump_slice(),
+            locs: info.locs,
+            loclists_start: info.loclists_start,
+            order,
+        }
+    }
+
+    /// pahole's order of the unit's types: DIE order, except that a composite
+    /// comes right after the last type nested in it (dwarf_loader adds a struct's
+    /// nested types while reading its children, then the struct). Empty when that
+    /// is DIE order.
+    fn emission_order(&mut self) -> &'a [u32] {
+        if self.nests.is_empty() {
+            return &[];
+        }
+        self.nests.sort_unstable();
+        let mut out = BVec::with_capacity_in(self.types.len(), self.bump);
+        // Composites waiting for their nested types: (index, last nested index);
+        // ranges nest, so the innermost is on top.
+        let mut waiting: Vec<(u32, u32)> = Vec::new();
+        let mut next = self.nests.iter().peekable();
+        for i in 0..self.types.len() as u32 {
+            while waiting.last().is_some_and(|w| w.1 < i) {
+                out.push(waiting.pop().expect("checked").0);
+            }
+            if next.peek().is_some_and(|n| n.0 == i) {
+                waiting.push(*next.next().expect("peeked"));
+            } else {
+                out.push(i);
+            }
+        }
+        while let Some(w) = waiting.pop() {
+            out.push(w.0);
+        }
+        out.into_bump_slice()
+    }
+}
+
+/// Parses unit `idx` into `acc`, after what is there already.
+fn parse_cu_at<'a, 'i: 'a>(
+    dw: &DwarfInput<'i>,
+    idx: usize,
+    bump: &'a Bump,
+    exclude: &[u16],
+    place: Place,
+    acc: &mut Acc<'a>,
+) -> Result<UnitInfo<'a>, crate::Error> {
     let header = dw.units[idx];
     let abbrevs = dw
         .dwarf
@@ -507,19 +659,20 @@ pub fn parse_cu<'a, 'i: 'a>(
         line_str: dw.input.section(".debug_line_str"),
         str_offsets: dw.input.section(".debug_str_offsets"),
         str_offsets_base: 0,
+        place,
     };
     let mut p = Parser {
         enc,
         abbrevs: &abbrevs,
         plans: Vec::new(),
         far_plans: HashMap::new(),
-        base: header.header_size() as u32,
-        offsets: BVec::new_in(bump),
-        types: BVec::new_in(bump),
-        decl_tags: BVec::new_in(bump),
-        funcs: BVec::new_in(bump),
-        vars: BVec::new_in(bump),
-        nests: Vec::new(),
+        base: header.header_size() as u32 + place.rebase,
+        offsets: std::mem::replace(&mut acc.offsets, BVec::new_in(bump)),
+        types: std::mem::replace(&mut acc.types, BVec::new_in(bump)),
+        decl_tags: std::mem::replace(&mut acc.decl_tags, BVec::new_in(bump)),
+        funcs: std::mem::replace(&mut acc.funcs, BVec::new_in(bump)),
+        vars: std::mem::replace(&mut acc.vars, BVec::new_in(bump)),
+        nests: std::mem::take(&mut acc.nests),
         bump,
         debug_addr: dw.input.section(".debug_addr"),
         addr_base: 0,
@@ -535,27 +688,30 @@ pub fn parse_cu<'a, 'i: 'a>(
         loclists_base,
         producer,
     } = p.root(data).map_err(|e| dw.unit_error(idx, e))?;
-    if exclude.contains(&language) {
-        return Ok(CuTypes::empty(language, encoding.address_size));
-    }
     // Plans do not depend on the string offsets base: keep them.
     p.enc.str_offsets_base = str_offsets_base;
+    let producer_clang = producer.is_some_and(|v| p.producer_is_clang(v));
+    if exclude.contains(&language) {
+        p.give_back(acc);
+        return Ok(UnitInfo {
+            language,
+            address_size: encoding.address_size,
+            producer_clang,
+            locs: None,
+            loclists_start: u64::MAX,
+        });
+    }
     p.addr_base = addr_base;
     p.loclists_base = loclists_base;
-    let producer_clang = producer.is_some_and(|v| p.producer_is_clang(v));
     let mut scratch = Scratch::default();
-    p.run(data, &mut scratch)
-        .map_err(|e| dw.unit_error(idx, e))?;
-    let order = p.emission_order();
-    Ok(CuTypes {
-        offsets: p.offsets.into_bump_slice(),
-        types: p.types.into_bump_slice(),
-        decl_tags: p.decl_tags.into_bump_slice(),
+    let ran = p.run(data, &mut scratch);
+    let loc_min = p.loc_min.get();
+    p.give_back(acc);
+    ran.map_err(|e| dw.unit_error(idx, e))?;
+    Ok(UnitInfo {
         language,
         address_size: encoding.address_size,
         producer_clang,
-        funcs: p.funcs.into_bump_slice(),
-        vars: p.vars.into_bump_slice(),
         locs: Some(LocCtx {
             lists: dw.dwarf.locations,
             encoding,
@@ -568,9 +724,8 @@ pub fn parse_cu<'a, 'i: 'a>(
         loclists_start: if loclists_base != 0 {
             loclists_base
         } else {
-            p.loc_min.get()
+            loc_min
         },
-        order,
     })
 }
 
@@ -693,34 +848,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         }
     }
 
-    /// pahole's order of the unit's types: DIE order, except that a composite
-    /// comes right after the last type nested in it (dwarf_loader adds a struct's
-    /// nested types while reading its children, then the struct). Empty when that
-    /// is DIE order.
-    fn emission_order(&mut self) -> &'a [u32] {
-        if self.nests.is_empty() {
-            return &[];
-        }
-        self.nests.sort_unstable();
-        let mut out = BVec::with_capacity_in(self.types.len(), self.bump);
-        // Composites waiting for their nested types: (index, last nested index);
-        // ranges nest, so the innermost is on top.
-        let mut waiting: Vec<(u32, u32)> = Vec::new();
-        let mut next = self.nests.iter().peekable();
-        for i in 0..self.types.len() as u32 {
-            while waiting.last().is_some_and(|w| w.1 < i) {
-                out.push(waiting.pop().expect("checked").0);
-            }
-            if next.peek().is_some_and(|n| n.0 == i) {
-                waiting.push(*next.next().expect("peeked"));
-            } else {
-                out.push(i);
-            }
-        }
-        while let Some(w) = waiting.pop() {
-            out.push(w.0);
-        }
-        out.into_bump_slice()
+    /// Moves the parsed arrays back into `acc`.
+    fn give_back(self, acc: &mut Acc<'a>) {
+        acc.offsets = self.offsets;
+        acc.types = self.types;
+        acc.decl_tags = self.decl_tags;
+        acc.funcs = self.funcs;
+        acc.vars = self.vars;
+        acc.nests = self.nests;
     }
 
     /// The address at index `i` of the unit's `.debug_addr` table.

@@ -126,6 +126,25 @@ struct UnitRecords {
     parms: std::ops::Range<usize>,
     /// (section, entry) of each of the unit's variables.
     vars: Vec<(u32, u32)>,
+    /// With a merged unit: the unit's deferred type decl tags and variables, as
+    /// ranges of [`Merged::tags`] and [`Merged::vars`].
+    tags: std::ops::Range<usize>,
+    pending_vars: std::ops::Range<usize>,
+}
+
+/// What pahole adds to its one merged unit (an LTO build) after every part's types,
+/// kept until the last part: the parts' type decl tags, the strings of the saved
+/// functions (interned when pahole saves them, after those decl tags) and the
+/// variables, in part order. Owned, and renumbered with the rest.
+#[derive(Default)]
+struct Merged {
+    /// (value, tagged type, component index).
+    tags: Vec<(Box<[u8]>, TypeId, i32)>,
+    /// The name of each entry of [`FuncEncoder::parms`] (empty for `...`).
+    parm_names: Vec<Box<[u8]>>,
+    /// The value of each entry of [`FuncEncoder::annots`].
+    annot_values: Vec<Box<[u8]>>,
+    vars: Vec<super::vars::PendingVar>,
 }
 
 /// Saves functions unit by unit and emits them (and the variables' DATASECs) at
@@ -168,6 +187,8 @@ pub struct FuncEncoder {
     ts_apply: Vec<bool>,
     /// The `true_signature` feature.
     true_signature: bool,
+    /// The deferred records of a merged unit (None for ordinary units).
+    merged: Option<Box<Merged>>,
 }
 
 impl FuncEncoder {
@@ -206,6 +227,7 @@ impl FuncEncoder {
             ts_member: Vec::new(),
             ts_apply: Vec::new(),
             true_signature: features.true_signature,
+            merged: None,
         })
     }
 
@@ -213,12 +235,25 @@ impl FuncEncoder {
     /// right after [`super::encode_cu`] of the same unit.
     pub fn add_cu(&mut self, cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeError> {
         let (saved, parms) = (self.saved.len(), self.parms.len());
+        if st.merged() && self.merged.is_none() {
+            self.merged = Some(Box::default());
+        }
         self.save_funcs(cu, st);
-        let vars = self.vars.encode_cu(cu, st, &self.syms)?;
+        let (vars, tags, pending_vars) = match self.merged.as_deref_mut() {
+            None => (self.vars.encode_cu(cu, st, &self.syms)?, 0..0, 0..0),
+            Some(m) => {
+                let (t, v) = (m.tags.len(), m.vars.len());
+                m.tags.extend(st.take_type_tags());
+                m.vars.extend(self.vars.select_cu(cu, st, &self.syms)?);
+                (Vec::new(), t..m.tags.len(), v..m.vars.len())
+            }
+        };
         self.unmapped.push_back(UnitRecords {
             saved: saved..self.saved.len(),
             parms: parms..self.parms.len(),
             vars,
+            tags,
+            pending_vars,
         });
         Ok(())
     }
@@ -237,6 +272,14 @@ impl FuncEncoder {
         for p in &mut self.parms[u.parms] {
             p.type_id = map(p.type_id);
         }
+        if let Some(m) = self.merged.as_deref_mut() {
+            for t in &mut m.tags[u.tags] {
+                t.1 = map(t.1);
+            }
+            for v in &mut m.vars[u.pending_vars] {
+                v.type_id = map(v.type_id);
+            }
+        }
         self.vars.remap(&u.vars, map);
     }
 
@@ -244,9 +287,52 @@ impl FuncEncoder {
     /// variables. Call after the last unit, before dedup. Returns why functions
     /// were left out (pahole's `--verbose` lines, in its order).
     pub fn finish(mut self, st: &mut EncoderState) -> Result<Vec<FuncSkip>, EncodeError> {
+        if let Some(m) = self.merged.take() {
+            self.finish_merged(*m, st);
+        }
         self.emit_funcs(st)?;
         self.vars.finish(st);
         Ok(self.skips)
+    }
+
+    /// The records of a merged unit that pahole adds after every part's types, in
+    /// its order: the type decl tags, the saved functions' strings, the variables.
+    fn finish_merged(&mut self, m: Merged, st: &mut EncoderState) {
+        for (value, target, idx) in &m.tags {
+            let v = st.intern_owned(value);
+            push_decl_tag(st, v, *target, *idx);
+        }
+        for s in &self.saved {
+            let parms = s.parms_start as usize..s.parms_start as usize + s.parms_len as usize;
+            for k in parms {
+                if !m.parm_names[k].is_empty() {
+                    self.parms[k].name = st.intern_owned(&m.parm_names[k]);
+                }
+            }
+            let annots = s.annots_start as usize..s.annots_start as usize + s.annots_len as usize;
+            for k in annots {
+                self.annots[k].0 = st.intern_owned(&m.annot_values[k]);
+            }
+        }
+        for v in &m.vars {
+            self.vars.emit(v, st);
+        }
+    }
+
+    /// A string of a saved record: interned now, or with a merged unit kept for
+    /// [`FuncEncoder::finish_merged`] in `names` (and the empty offset for now).
+    fn save_str(
+        st: &mut EncoderState,
+        merged: Option<&mut Vec<Box<[u8]>>>,
+        s: Name<'_>,
+    ) -> StrOffset {
+        match merged {
+            None => st.intern(s),
+            Some(names) => {
+                names.push(s.bytes().into());
+                StrOffset::EMPTY
+            }
+        }
     }
 
     fn save_funcs(&mut self, cu: &CuTypes<'_>, st: &mut EncoderState) {
@@ -298,13 +384,23 @@ impl FuncEncoder {
                 let field = self.ts_member[k]
                     .filter(|_| true_sig)
                     .and_then(|off| true_sig::member_at(cu, p.ty, off));
+                let names = self.merged.as_deref_mut().map(|m| &mut m.parm_names);
                 let (name, ty) = match field {
                     Some((mname, mty)) => {
                         let full = [pname.bytes(), b"__", mname.bytes()].concat();
                         let ty = if self.ts_apply[k] { mty } else { pty };
-                        (st.intern(Name::new(&full)), ty)
+                        // An owned name goes by content, never through the address
+                        // cache: its address is freed and can come back.
+                        let name = match names {
+                            None => st.intern_owned(&full),
+                            Some(names) => {
+                                names.push(full.into());
+                                StrOffset::EMPTY
+                            }
+                        };
+                        (name, ty)
                     }
-                    None => (st.intern(pname), pty),
+                    None => (Self::save_str(st, names, pname), pty),
                 };
                 self.parms.push(Param {
                     name,
@@ -312,6 +408,9 @@ impl FuncEncoder {
                 });
             }
             if f.varargs {
+                if let Some(m) = self.merged.as_deref_mut() {
+                    m.parm_names.push(Box::default());
+                }
                 self.parms.push(Param {
                     name: StrOffset::EMPTY,
                     type_id: TypeId::VOID,
@@ -319,7 +418,8 @@ impl FuncEncoder {
             }
             let annots_start = self.annots.len() as u32;
             for a in f.annots {
-                let v = st.intern(a.value);
+                let values = self.merged.as_deref_mut().map(|m| &mut m.annot_values);
+                let v = Self::save_str(st, values, a.value);
                 self.annots.push((v, a.component_idx));
             }
             self.saved.push(SavedFunc {

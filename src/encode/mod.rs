@@ -39,6 +39,13 @@ pub struct EncoderState {
     /// Per-unit scratch: the BTF id of each type DIE (reused between units).
     ids: Vec<u32>,
     little_endian: bool,
+    /// The units are parts of pahole's one merged unit (an LTO build, see
+    /// `dwarf::lto`): what pahole adds after that unit's types waits for the last
+    /// part (see [`EncoderState::set_merged`]).
+    merged: bool,
+    /// With `merged`, the decl tags of the types encoded so far, not yet taken by
+    /// [`EncoderState::take_type_tags`]: (value, tagged type, component index).
+    type_tags: Vec<(Box<[u8]>, TypeId, i32)>,
 }
 
 /// Marks a DIE that is not encoded itself (its references follow its target).
@@ -67,7 +74,29 @@ impl EncoderState {
             index_type: None,
             ids: Vec::new(),
             little_endian,
+            merged: false,
+            type_tags: Vec::new(),
         }
+    }
+
+    /// Encodes the units as the parts of pahole's one merged unit (an LTO build):
+    /// every part's types come first, then every decl tag of a type, then the
+    /// functions' and variables' records (see `FuncEncoder`), as pahole adds them
+    /// to its merged unit. The decl tags wait in the state until taken
+    /// ([`EncoderState::take_type_tags`]).
+    pub fn set_merged(&mut self) {
+        self.merged = true;
+    }
+
+    /// Whether the units are parts of one merged unit.
+    pub fn merged(&self) -> bool {
+        self.merged
+    }
+
+    /// The decl tags of types deferred since the last call (with
+    /// [`EncoderState::set_merged`]), in pahole's order.
+    pub fn take_type_tags(&mut self) -> Vec<(Box<[u8]>, TypeId, i32)> {
+        std::mem::take(&mut self.type_tags)
     }
 
     /// The BTF built so far.
@@ -99,6 +128,12 @@ impl EncoderState {
     /// Interns a name into the BTF's string section.
     pub fn intern(&mut self, name: Name<'_>) -> StrOffset {
         self.str(name)
+    }
+
+    /// Interns an owned copy of a name (one kept for later, not the input's
+    /// bytes): see [`strings::StrIndex::intern_owned`].
+    pub fn intern_owned(&mut self, name: &[u8]) -> StrOffset {
+        self.strings.intern_owned(&mut self.btf, name)
     }
 
     /// Ends encoding and returns the (not yet deduplicated) BTF.
@@ -384,6 +419,15 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
     }
 
     if need_index && !index_found {
+        if st.merged {
+            // pahole's merged unit takes the first `int` of any part, or adds one
+            // after every part's types: not known until the last part.
+            return Err(EncodeError(
+                "LTO build: arrays come before the first 'int' type, whose place in \
+                 pahole's merged unit is not known yet: not supported"
+                    .into(),
+            ));
+        }
         let id = st.push(
             Name::new(b"int"),
             TypeKind::Int {
@@ -400,6 +444,11 @@ pub fn encode_cu(cu: &CuTypes<'_>, st: &mut EncoderState) -> Result<(), EncodeEr
         for d in cu.decl_tags {
             let target = ids[d.target as usize];
             if target == ALIAS {
+                continue;
+            }
+            if st.merged {
+                st.type_tags
+                    .push((d.value.bytes().into(), TypeId(target), d.component_idx));
                 continue;
             }
             st.push(

@@ -86,6 +86,23 @@ impl StrIndex {
         *e = (addr, len, off.0);
         off
     }
+
+    /// [`StrIndex::intern`] for bytes that are not in the input (an owned copy kept
+    /// for later): looked up by content only, since their address may be reused
+    /// for another string once they are freed.
+    pub fn intern_owned(&mut self, btf: &mut Btf, s: &[u8]) -> StrOffset {
+        if s.is_empty() {
+            return StrOffset::EMPTY;
+        }
+        match self.map.get(s) {
+            Some(&off) => off,
+            None => {
+                let off = btf.push_str(s);
+                self.map.insert(s.into(), off);
+                off
+            }
+        }
+    }
 }
 
 /// All strings of `btf`'s base chain and own section, root first: offsets into

@@ -20,6 +20,25 @@ const SKIPPED_PREFIXES: &[&str] = &[
 /// pahole's `KSYM_NAME_LEN`: the longest valid variable name.
 const KSYM_NAME_LEN: usize = 128;
 
+/// A variable pahole encodes, before its VAR is added (see [`VarSections::emit`]).
+#[derive(Clone, Debug)]
+pub struct PendingVar {
+    /// Name.
+    pub name: Box<[u8]>,
+    /// The id of its type.
+    pub type_id: TypeId,
+    /// `DW_AT_external`.
+    pub external: bool,
+    /// Section index, offset in it and size.
+    pub shndx: u32,
+    /// Offset in the section.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+    /// `btf_decl_tag`s (value, component index), if decl tags are encoded.
+    pub annots: Vec<(Box<[u8]>, i32)>,
+}
+
 /// The variables found so far, by section index.
 pub struct VarSections {
     /// Whether variables of each section are encoded.
@@ -57,9 +76,22 @@ impl VarSections {
         st: &mut EncoderState,
         syms: &ElfSymbols,
     ) -> Result<Vec<(u32, u32)>, EncodeError> {
-        let mut added = Vec::new();
+        let pending = self.select_cu(cu, st, syms)?;
+        Ok(pending.into_iter().map(|v| self.emit(&v, st)).collect())
+    }
+
+    /// The variables of unit `cu` that pahole encodes, as owned records, with
+    /// their types' ids in `st` (its types are already encoded); nothing is added
+    /// to the BTF yet (see [`VarSections::emit`]).
+    pub fn select_cu(
+        &self,
+        cu: &CuTypes<'_>,
+        st: &EncoderState,
+        syms: &ElfSymbols,
+    ) -> Result<Vec<PendingVar>, EncodeError> {
+        let mut out = Vec::new();
         if !self.include.iter().any(|&b| b) {
-            return Ok(added);
+            return Ok(out);
         }
         for v in cu.vars {
             // Incomplete declarations; definitions of `extern`-declared
@@ -117,33 +149,52 @@ impl VarSections {
             if size == 0 || size > u32::MAX as u64 || offset > u32::MAX as u64 {
                 continue;
             }
-            let type_id = st.type_id(cu, d.ty);
-            let name_off = st.intern(d.name);
-            let id = st.btf_mut().push_type(Type {
-                name: name_off,
-                kind: TypeKind::Var {
-                    type_id,
-                    linkage: if d.external {
-                        VAR_GLOBAL_ALLOCATED
-                    } else {
-                        VAR_STATIC
-                    },
-                },
-            });
-            if self.decl_tag {
-                for a in d.annots {
-                    let value = st.intern(a.value);
-                    push_decl_tag(st, value, id, a.component_idx);
-                }
-            }
-            added.push((shndx as u32, self.entries[shndx].len() as u32));
-            self.entries[shndx].push(VarSecInfo {
-                type_id: id,
+            out.push(PendingVar {
+                name: d.name.bytes().into(),
+                type_id: st.type_id(cu, d.ty),
+                external: d.external,
+                shndx: shndx as u32,
                 offset: offset as u32,
                 size: size as u32,
+                annots: if self.decl_tag {
+                    d.annots
+                        .iter()
+                        .map(|a| (a.value.bytes().into(), a.component_idx))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             });
         }
-        Ok(added)
+        Ok(out)
+    }
+
+    /// Adds the VAR of `v` (and its decl tags) to the BTF and its entry to its
+    /// section; returns where the entry is, as (section, entry).
+    pub fn emit(&mut self, v: &PendingVar, st: &mut EncoderState) -> (u32, u32) {
+        let name_off = st.intern_owned(&v.name);
+        let id = st.btf_mut().push_type(Type {
+            name: name_off,
+            kind: TypeKind::Var {
+                type_id: v.type_id,
+                linkage: if v.external {
+                    VAR_GLOBAL_ALLOCATED
+                } else {
+                    VAR_STATIC
+                },
+            },
+        });
+        for (value, idx) in &v.annots {
+            let value = st.intern_owned(value);
+            push_decl_tag(st, value, id, *idx);
+        }
+        let sec = &mut self.entries[v.shndx as usize];
+        sec.push(VarSecInfo {
+            type_id: id,
+            offset: v.offset,
+            size: v.size,
+        });
+        (v.shndx, sec.len() as u32 - 1)
     }
 
     /// Renumbers the VAR ids of the variables at `which` ((section, entry) pairs, as
