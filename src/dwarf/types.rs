@@ -326,6 +326,31 @@ pub struct LocCtx<'a> {
     pub endian: gimli::RunTimeEndian,
 }
 
+impl<'a> LocCtx<'a> {
+    /// The location expressions of the entries of location list `off`, in order
+    /// (base address entries hold none); ends at the list's end or at the first
+    /// entry that cannot be read.
+    pub fn list_exprs(&self, off: u64) -> impl Iterator<Item = &'a [u8]> {
+        let mut entries = self
+            .lists
+            .raw_locations(gimli::LocationListsOffset(off as usize), self.encoding)
+            .ok();
+        std::iter::from_fn(move || loop {
+            use gimli::RawLocListEntry as E;
+            match entries.as_mut()?.next().ok().flatten()? {
+                E::AddressOrOffsetPair { data, .. }
+                | E::StartxEndx { data, .. }
+                | E::StartxLength { data, .. }
+                | E::OffsetPair { data, .. }
+                | E::DefaultLocation { data }
+                | E::StartEnd { data, .. }
+                | E::StartLength { data, .. } => return Some(data.0.slice()),
+                E::BaseAddress { .. } | E::BaseAddressx { .. } => continue,
+            }
+        })
+    }
+}
+
 /// The type DIEs of one unit, in DIE order, allocated in the unit's arena.
 #[derive(Debug)]
 pub struct CuTypes<'a> {

@@ -1243,26 +1243,10 @@ fn loc_reg(cu: &CuTypes<'_>, loc: LocDie<'_>, wide: bool) -> Option<u8> {
         LocDie::None => None,
         LocDie::Expr(e) => entry(0, e).flatten(),
         LocDie::List(off) => {
-            let mut it = locs
-                .lists
-                .raw_locations(gimli::LocationListsOffset(off as usize), locs.encoding)
-                .ok()?;
-            let mut k = 0;
-            while let Ok(Some(e)) = it.next() {
-                use gimli::RawLocListEntry as E;
-                let data = match e {
-                    E::AddressOrOffsetPair { data, .. }
-                    | E::StartxEndx { data, .. }
-                    | E::StartxLength { data, .. }
-                    | E::OffsetPair { data, .. }
-                    | E::DefaultLocation { data }
-                    | E::StartEnd { data, .. }
-                    | E::StartLength { data, .. } => data,
-                    E::BaseAddress { .. } | E::BaseAddressx { .. } => continue,
-                };
-                match entry(k, data.0.slice()) {
+            for (k, data) in locs.list_exprs(off).enumerate() {
+                match entry(k, data) {
                     Some(Some(r)) => return Some(r),
-                    Some(None) => k += 1,
+                    Some(None) => {}
                     None => return None,
                 }
             }

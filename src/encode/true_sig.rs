@@ -116,27 +116,8 @@ pub(super) fn facts(cu: &CuTypes<'_>, loc: LocDie<'_>, wide: bool, addr: u64) ->
         LocDie::None => {}
         LocDie::Expr(e) => entry(0, e),
         LocDie::List(off) => {
-            let Ok(mut it) = locs
-                .lists
-                .raw_locations(gimli::LocationListsOffset(off as usize), locs.encoding)
-            else {
-                return f;
-            };
-            let mut k = 0;
-            while let Ok(Some(e)) = it.next() {
-                use gimli::RawLocListEntry as E;
-                let data = match e {
-                    E::AddressOrOffsetPair { data, .. }
-                    | E::StartxEndx { data, .. }
-                    | E::StartxLength { data, .. }
-                    | E::OffsetPair { data, .. }
-                    | E::DefaultLocation { data }
-                    | E::StartEnd { data, .. }
-                    | E::StartLength { data, .. } => data,
-                    E::BaseAddress { .. } | E::BaseAddressx { .. } => continue,
-                };
-                entry(k, data.0.slice());
-                k += 1;
+            for (k, data) in locs.list_exprs(off).enumerate() {
+                entry(k, data);
             }
         }
     }
