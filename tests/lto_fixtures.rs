@@ -80,28 +80,10 @@ fn build() -> Option<PathBuf> {
     Some(out)
 }
 
-/// Our bytes for `input` (split over `base`) with `features`, at `-j` with as many
-/// workers.
-fn encode(input: &Path, base: Option<&Path>, features: &str, jobs: usize) -> Vec<u8> {
-    let opts = Options {
-        input: input.to_path_buf(),
-        btf_base: base.map(Path::to_path_buf),
-        detached: None,
-        features: Features::from_list(features),
-        lang_exclude: vec![dwarf2btf::dwarf::lang_code("rust").unwrap()],
-        jobs,
-    };
-    let tuning = Tuning {
-        workers: Some(jobs),
-        ..Tuning::default()
-    };
-    encode_bytes(&opts, &tuning).unwrap_or_else(|e| panic!("{}: {e}", input.display()))
-}
-
 fn check(input: &Path, base: Option<&Path>, features: &str, golden: &str) {
     let want = std::fs::read(fixtures().join(golden)).unwrap();
     for jobs in [1, 2, 8] {
-        let got = encode(input, base, features, jobs);
+        let got = common::encode_in_process(input, base, features, jobs);
         assert!(
             got == want,
             "{} -j{jobs} ({features}): {} bytes, the reference pahole's {golden} has {}",

@@ -6,8 +6,6 @@
 
 mod common;
 
-use dwarf2btf::encode::Features;
-use dwarf2btf::pipeline::{encode_bytes, Options, Tuning};
 use std::path::{Path, PathBuf};
 
 /// The kernel and the reference folder, or None after `skip`.
@@ -19,19 +17,7 @@ fn case() -> Option<(PathBuf, PathBuf)> {
 
 fn encode(input: &Path, base: Option<&Path>, jobs: usize) -> Vec<u8> {
     let flags = common::KFLAGS.trim_start_matches("--btf_features=");
-    let opts = Options {
-        input: input.to_path_buf(),
-        btf_base: base.map(Path::to_path_buf),
-        detached: None,
-        features: Features::from_list(flags),
-        lang_exclude: vec![dwarf2btf::dwarf::lang_code("rust").unwrap()],
-        jobs,
-    };
-    let tuning = Tuning {
-        workers: Some(jobs),
-        ..Tuning::default()
-    };
-    encode_bytes(&opts, &tuning).unwrap_or_else(|e| panic!("{}: {e}", input.display()))
+    common::encode_in_process(input, base, flags, jobs)
 }
 
 fn assert_same(got: &[u8], reference: &Path, what: &str) {

@@ -180,3 +180,27 @@ pub fn clang_case(case: &str) -> Option<PathBuf> {
     }
     Some(dir)
 }
+
+/// Our bytes for `input` (split over `base`) with the feature list `features` and
+/// Rust units left out, encoded in this process at `-jJOBS` with as many workers.
+pub fn encode_in_process(
+    input: &Path,
+    base: Option<&Path>,
+    features: &str,
+    jobs: usize,
+) -> Vec<u8> {
+    use dwarf2btf::pipeline::{encode_bytes, Options, Tuning};
+    let opts = Options {
+        input: input.to_path_buf(),
+        btf_base: base.map(Path::to_path_buf),
+        detached: None,
+        features: dwarf2btf::encode::Features::from_list(features),
+        lang_exclude: vec![dwarf2btf::dwarf::lang_code("rust").unwrap()],
+        jobs,
+    };
+    let tuning = Tuning {
+        workers: Some(jobs),
+        ..Tuning::default()
+    };
+    encode_bytes(&opts, &tuning).unwrap_or_else(|e| panic!("{}: {e}", input.display()))
+}
