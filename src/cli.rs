@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [-V|--verbose] [--btf_features=LIST] \
                      [--btf_features_strict=LIST] [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] \
-                     [--dedup=auto|incremental|one-shot] FILE\n       \
+                     [--dedup=auto|incremental|one-shot] [--time] FILE\n       \
                      dwarf2btf -J [OPTIONS] --btf_base BASE MODULE.ko… (many modules, in parallel)\n       \
                      dwarf2btf --version (answers as pahole: v1.32) | --supported_btf_features\n       \
                      dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
@@ -68,6 +68,8 @@ pub enum PaholeCommand {
         dedup: crate::pipeline::DedupMode,
         /// `-V`/`--verbose`: print the functions left out and why, as pahole does.
         verbose: bool,
+        /// `--time` (dwarf2btf's own option): print where the time went, on stderr.
+        time: bool,
         /// What pahole prints on stderr while it reads the command line (features
         /// ignored, under `--verbose`).
         notes: Vec<String>,
@@ -159,6 +161,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
     let mut dedup = crate::pipeline::DedupMode::Auto;
     let mut encode = false;
     let mut verbose = false;
+    let mut time = false;
     let mut numeric_version = false;
     let mut notes = Vec::new();
     let mut it = args.iter();
@@ -188,6 +191,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
             "--supported_btf_features" => return Ok(PaholeCommand::SupportedFeatures),
             "--numeric_version" => numeric_version = true,
             "-V" | "--verbose" => verbose = true,
+            "--time" => time = true,
             "-J" | "--btf_encode" => encode = true,
             "--btf_features" | "--btf_features_strict" => {
                 let strict = key == "--btf_features_strict";
@@ -282,6 +286,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
         jobs_given,
         dedup,
         verbose,
+        time,
         notes,
     })
 }
@@ -333,14 +338,19 @@ fn run_pahole(args: &[OsString]) -> Result<(), Error> {
             jobs_given,
             dedup,
             verbose,
+            time,
             notes,
         } => {
             for n in &notes {
                 eprintln!("{n}");
             }
+            // One run per process: its figures live as long as the process.
+            let timings: Option<&'static crate::timing::Timings> =
+                time.then(|| &*Box::leak(Box::default()));
             let skips = if inputs.len() == 1 {
                 let tuning = crate::pipeline::Tuning {
                     dedup,
+                    timings,
                     ..Default::default()
                 };
                 vec![crate::pipeline::run_tuned(&opts, &tuning)?]
@@ -350,8 +360,12 @@ fn run_pahole(args: &[OsString]) -> Result<(), Error> {
                 } else {
                     std::thread::available_parallelism().map_or(1, |n| n.get())
                 };
+                // Many modules in parallel: only the run's total is timed.
                 crate::batch::run_many(&opts, &inputs, workers)?
             };
+            if let Some(t) = timings {
+                eprint!("{}", t.report());
+            }
             // pahole prints these on stdout; nothing else goes there.
             if verbose {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -698,9 +712,10 @@ mod tests {
                 jobs_given,
                 dedup,
                 verbose,
+                time,
                 notes,
             } => {
-                assert!(!verbose && notes.is_empty());
+                assert!(!verbose && !time && notes.is_empty());
                 assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
                 assert_eq!(opts.input, PathBuf::from("a.ko"));
                 assert!(!jobs_given);

@@ -24,5 +24,6 @@ pub mod mmap;
 pub mod output;
 pub mod pipeline;
 pub mod symbols;
+pub mod timing;
 
 pub use error::{Error, Result};

@@ -21,6 +21,7 @@ use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, Dwa
 use crate::elf::ElfInput;
 use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder, FuncSkip};
 use crate::mmap::SectionParts;
+use crate::timing::{Busy, Timings};
 use crate::Error;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -106,6 +107,8 @@ pub struct Tuning {
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
+    /// Where `--time` records the run's phases (none: not timed).
+    pub timings: Option<&'static Timings>,
 }
 
 /// Runs one encoding as `pahole -J` does.
@@ -116,9 +119,12 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 /// [`run`] with engine settings. Returns why functions were left out (what
 /// pahole prints under `--verbose`).
 pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<Vec<FuncSkip>, Error> {
-    let base = load_base(opts)?;
+    let t = tuning.timings;
+    let base = phase(t, "read the base BTF", || load_base(opts))?;
     let (bytes, skips) = encode_bytes_reported(opts, tuning, base.clone())?;
-    crate::emit::write_output(opts, bytes, base.as_ref())?;
+    phase(t, "write", || {
+        crate::emit::write_output(opts, bytes, base.as_ref())
+    })?;
     Ok(skips)
 }
 
@@ -150,14 +156,14 @@ pub fn encode_bytes_reported(
         ),
     };
     let (state, fin, skips) = encode_units(opts, tuning, base, &mut sink)?;
-    let bytes = match fin {
+    let bytes = phase(tuning.timings, "final dedup", || match fin {
         // The kept types and the function types: the final pass of the incremental
         // dedup, which starts from what the units settled.
         Some(fin) => fin
             .dedup_bytes_owned_encoded(state.finish())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}"))),
         None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
-    }?;
+    })?;
     Ok((bytes, skips))
 }
 
@@ -267,8 +273,9 @@ fn encode_units(
     base: Option<Arc<Btf>>,
     sink: &mut Option<Incremental>,
 ) -> Result<(EncoderState, Option<FinalPass>, Vec<FuncSkip>), Error> {
-    let input = ElfInput::open(&opts.input)?;
-    let dw = DwarfInput::new(&input)?;
+    let t = tuning.timings;
+    let input = phase(t, "open the input", || ElfInput::open(&opts.input))?;
+    let dw = phase(t, "list its units", || DwarfInput::new(&input))?;
     let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
     // An LTO build, which pahole reads as one merged unit: the groups of units that
     // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
@@ -298,14 +305,16 @@ fn encode_units(
     // most window + workers arenas ever exist.
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
     let produce = |idx: usize| {
-        let arena = lock(&pool).pop().unwrap_or_default();
-        parse_unit(
-            &dw,
-            units_of(idx),
-            groups.is_some(),
-            &opts.lang_exclude,
-            arena,
-        )
+        busy(t, Busy::Parse, || {
+            let arena = lock(&pool).pop().unwrap_or_default();
+            parse_unit(
+                &dw,
+                units_of(idx),
+                groups.is_some(),
+                &opts.lang_exclude,
+                arena,
+            )
+        })
     };
     let first = state.btf().first_id();
     // The units, parsed in parallel and encoded in order; `stage` takes each unit's
@@ -323,7 +332,7 @@ fn encode_units(
             } else {
                 FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
             };
-            let consume = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
+            let mut encode_one = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
                 let units = units_of(item);
                 // Errors name the first unit of a group; pages go up to its last.
                 let (idx, last) = (units.start, units.end - 1);
@@ -360,7 +369,13 @@ fn encode_units(
                 release.after_unit(&input, &dw, last, loclists_start);
                 Ok(())
             };
-            sched::run_ordered(items, workers, window, produce, consume).map_err(|e| match e {
+            let consume = |item: usize, unit: ParsedUnit<'_>| {
+                busy(t, Busy::Encode, || encode_one(item, unit))
+            };
+            phase(t, "parse, encode, dedup the units", || {
+                sched::run_ordered(items, workers, window, produce, consume)
+            })
+            .map_err(|e| match e {
                 sched::Error::Failed { error, .. } => error,
                 panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
             })?;
@@ -376,7 +391,7 @@ fn encode_units(
             let (units, rest) = sched::ordered_stage(
                 MAX_QUEUED,
                 workers > 1,
-                dedup_step(&dw, &mut inc),
+                dedup_step(&dw, &mut inc, t),
                 |stage| encode(Some(stage)),
             );
             // The stage's own error, if it failed, is the cause of any in the units.
@@ -402,8 +417,7 @@ fn encode_units(
         drop(inc);
         state.replace_types(kept.into_types());
     }
-    let skips = funcs
-        .finish(&mut state)
+    let skips = phase(t, "functions and variables", || funcs.finish(&mut state))
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok((state, fin, skips))
 }
@@ -434,13 +448,29 @@ type DedupFeeder<'f> = sched::Feeder<'f, EncodedTypes, KeptTypes, Error>;
 fn dedup_step<'a>(
     dw: &'a DwarfInput<'a>,
     inc: &'a mut Incremental,
+    t: Option<&'static Timings>,
 ) -> impl FnMut(usize, EncodedTypes) -> Result<KeptTypes, Error> + Send + 'a {
     move |_, (idx, types, str_end)| {
-        let kept = inc
-            .add_encoded(&types, str_end)
+        let kept = busy(t, Busy::Dedup, || inc.add_encoded(&types, str_end))
             .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
             .to_vec();
         Ok((kept, types))
+    }
+}
+
+/// `f` as the phase `name` of a run timed by `--time`.
+fn phase<R>(t: Option<&Timings>, name: &'static str, f: impl FnOnce() -> R) -> R {
+    match t {
+        Some(t) => t.phase(name, f),
+        None => f(),
+    }
+}
+
+/// `f` counted in the busy time of `work` of a run timed by `--time`.
+fn busy<R>(t: Option<&Timings>, work: Busy, f: impl FnOnce() -> R) -> R {
+    match t {
+        Some(t) => t.busy(work, f),
+        None => f(),
     }
 }
 

@@ -133,3 +133,33 @@ fn legacy_switches_encode_as_their_features() {
         );
     }
 }
+
+#[test]
+fn time_reports_the_phases_on_stderr_and_leaves_the_output_alone() {
+    let sample = common::root().join("examples/sample/sample.o");
+    let dir = TempDir::new("time");
+    let (plain, timed) = (dir.join("plain.btf"), dir.join("timed.btf"));
+    for (out, extra) in [(&plain, None), (&timed, Some("--time"))] {
+        let mut cmd = dwarf2btf();
+        cmd.args(["-J", "-j2", "--btf_features=default,float"])
+            .args(extra)
+            .arg(format!("--btf_encode_detached={}", out.display()))
+            .arg(&sample);
+        let (ok, stdout, stderr) = run(&mut cmd);
+        assert!(ok, "{stderr}");
+        assert!(stdout.is_empty(), "nothing on stdout: {stdout}");
+        if extra.is_some() {
+            for phase in [
+                "open the input",
+                "parse, encode, dedup the units",
+                "write",
+                "total",
+            ] {
+                assert!(stderr.contains(phase), "no '{phase}' in:\n{stderr}");
+            }
+        } else {
+            assert!(stderr.is_empty(), "{stderr}");
+        }
+    }
+    assert!(std::fs::read(&plain).unwrap() == std::fs::read(&timed).unwrap());
+}

@@ -27,6 +27,7 @@ fn run(opts: &Options, workers: usize, window: usize, dedup: DedupMode) -> Vec<u
         workers: Some(workers),
         window: Some(window),
         dedup,
+        ..Tuning::default()
     };
     encode_bytes(opts, &tuning).unwrap_or_else(|e| {
         panic!(

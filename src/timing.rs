@@ -1,0 +1,149 @@
+//! `--time` (as the wild linker has it): where one run's time goes, printed on stderr
+//! when it ends. Phases on the main thread are timed by their wall clock; the work
+//! spread over threads (parsing on the workers, encoding on the token holder, the
+//! dedup stage) by its busy time: the wall clock inside each call, summed, which is
+//! the CPU time it took unless the machine was short of CPUs. The run's CPU time is
+//! the process's own (user + system, from `/proc/self/stat`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Work done on several threads, timed by its summed busy time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Busy {
+    /// Parsing units into their arenas, on the workers.
+    Parse,
+    /// Encoding units in order, on the token holder.
+    Encode,
+    /// The ordered dedup stage.
+    Dedup,
+}
+
+const BUSY: [(Busy, &str); 3] = [
+    (Busy::Parse, "parse units (workers, summed)"),
+    // With one worker the dedup stage runs inline, inside the token holder's time.
+    (Busy::Encode, "encode units in order (token holder)"),
+    (Busy::Dedup, "dedup stage, units in order"),
+];
+
+/// The figures of one run.
+#[derive(Debug)]
+pub struct Timings {
+    start: Instant,
+    phases: Mutex<Vec<(&'static str, Duration)>>,
+    busy_ns: [AtomicU64; 3],
+}
+
+impl Default for Timings {
+    fn default() -> Self {
+        Timings::new()
+    }
+}
+
+impl Timings {
+    /// Starts the clock of a run.
+    pub fn new() -> Timings {
+        Timings {
+            start: Instant::now(),
+            phases: Mutex::new(Vec::new()),
+            busy_ns: Default::default(),
+        }
+    }
+
+    /// Runs `f` as the phase `name` and records its wall time.
+    pub fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        let took = t.elapsed();
+        self.phases
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((name, took));
+        r
+    }
+
+    /// Runs `f` and adds its wall time to the busy time of `work`.
+    pub fn busy<R>(&self, work: Busy, f: impl FnOnce() -> R) -> R {
+        let t = Instant::now();
+        let r = f();
+        let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.busy_ns[work as usize].fetch_add(ns, Ordering::Relaxed);
+        r
+    }
+
+    /// The report: one line per phase and per kind of busy time, then the run's wall
+    /// and CPU time.
+    pub fn report(&self) -> String {
+        let total = self.start.elapsed().as_secs_f64();
+        let mut out = String::from("dwarf2btf --time:\n");
+        let phases = self
+            .phases
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (name, took) in phases.iter() {
+            out += &format!("  {name:<40} {:>8.3} s wall\n", took.as_secs_f64());
+        }
+        for (work, name) in BUSY {
+            let ns = self.busy_ns[work as usize].load(Ordering::Relaxed);
+            if ns > 0 {
+                let s = ns as f64 / 1e9;
+                out += &format!("  {name:<40} {s:>8.3} s busy\n");
+            }
+        }
+        out += "  (busy: wall time inside the calls, summed over threads; an inline dedup\n   stage, with one worker, is counted in the token holder's too)\n";
+        out += &format!("  {:<40} {total:>8.3} s wall", "total");
+        if let Some(cpu) = process_cpu_seconds() {
+            out += &format!(", {cpu:.3} s CPU (user + system)");
+        }
+        out.push('\n');
+        out
+    }
+}
+
+/// The process's user + system CPU time so far, from `/proc/self/stat` (fields 14
+/// and 15, in clock ticks of 1/100 s: Linux's USER_HZ on every architecture it
+/// exports to user space).
+fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_names_every_timed_part() {
+        let t = Timings::new();
+        t.phase("open input", || {
+            std::thread::sleep(Duration::from_millis(5))
+        });
+        t.busy(Busy::Encode, || {
+            std::thread::sleep(Duration::from_millis(5))
+        });
+        let r = t.report();
+        assert!(r.contains("open input"), "{r}");
+        assert!(r.contains("encode units in order"), "{r}");
+        // Nothing was parsed: no line for it.
+        assert!(!r.contains("parse units"), "{r}");
+        assert!(r.contains("total"), "{r}");
+        assert!(r.contains("CPU (user + system)"), "{r}");
+    }
+
+    #[test]
+    fn cpu_time_is_read() {
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(30) {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+        assert!(x > 0);
+        assert!(process_cpu_seconds().is_some_and(|s| s > 0.0));
+    }
+}
