@@ -8,13 +8,6 @@ use common::*;
 use std::ffi::OsStr;
 use std::process::Command;
 
-/// Issue 6 (functions, branch funcs2) is in: the reference's FUNCs, their
-/// FUNC_PROTOs and the base types only those reach are ours too, so the full
-/// comparison (`equal`, both sections byte-identical to pahole's) is checked. With
-/// `false` the check is limited to type kinds and to "every type we write is in
-/// the reference".
-const FUNCTIONS_LANDED: bool = true;
-
 #[test]
 fn modules_get_distilled_split_btf() {
     let (Some(corpus), Some(reference), Some(btfcmp)) = (corpus(), reference(), btfcmp()) else {
@@ -47,12 +40,11 @@ fn modules_get_distilled_split_btf() {
             ref_base.as_os_str(),
         ];
 
-        if FUNCTIONS_LANDED {
-            let (verdict, report) = btfcmp_report(&btfcmp, &split_args);
-            assert_eq!(verdict, "equal", "{m}:\n{report}");
-            assert!(std::fs::read(&split).unwrap() == std::fs::read(&ref_split).unwrap());
-            assert!(std::fs::read(&base).unwrap() == std::fs::read(&ref_base).unwrap());
-        }
+        // The whole comparison: `equal`, and both sections pahole's bytes.
+        let (verdict, report) = btfcmp_report(&btfcmp, &split_args);
+        assert_eq!(verdict, "equal", "{m}:\n{report}");
+        assert!(std::fs::read(&split).unwrap() == std::fs::read(&ref_split).unwrap());
+        assert!(std::fs::read(&base).unwrap() == std::fs::read(&ref_base).unwrap());
         let kinds = "INT,PTR,ARRAY,STRUCT,UNION,ENUM,FWD,TYPEDEF,VOLATILE,CONST,RESTRICT,\
                      FLOAT,TYPE_TAG,ENUM64,VAR,DATASEC";
         let mut args = split_args.clone();

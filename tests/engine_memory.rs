@@ -43,7 +43,7 @@ fn ready() -> Option<PathBuf> {
     c
 }
 
-/// The bound of issue 5 for the corpus vmlinux with the kernel's flags.
+/// The peak RSS bound for the corpus vmlinux with the kernel's flags.
 const MAX_KB: u64 = 95 * 1024;
 
 #[test]
