@@ -20,7 +20,7 @@
 //! rewrite the goldens from it.
 
 mod common;
-use common::{scratch, skip, KFLAGS};
+use common::{scratch, skip, stdout_of, KFLAGS};
 
 use dwarf2btf::btf::{dump, read, write, Endian};
 use std::path::{Path, PathBuf};
@@ -149,25 +149,6 @@ fn build(b: &Build, dir: &Path) -> Option<PathBuf> {
     }
 }
 
-/// Runs `prog args`, asserting success; its stdout.
-fn run(prog: &Path, args: &[&std::ffi::OsStr], env_lib: Option<&Path>) -> Vec<u8> {
-    let mut cmd = Command::new(prog);
-    cmd.args(args);
-    if let Some(lib) = env_lib {
-        cmd.env("LD_LIBRARY_PATH", lib);
-    }
-    let o = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
-    assert!(
-        o.status.success(),
-        "{} {args:?}: {}",
-        prog.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o.stdout
-}
-
 fn ours() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dwarf2btf"))
 }
@@ -178,7 +159,7 @@ fn encode(input: &Path, jobs: u32, out: &Path) -> Vec<u8> {
     let detached = format!("--btf_encode_detached={}", out.display());
     let mut args: Vec<&std::ffi::OsStr> = KERNEL_FLAGS.iter().map(|s| s.as_ref()).collect();
     args.extend([j.as_ref(), detached.as_ref(), input.as_os_str()]);
-    run(ours(), &args, None);
+    stdout_of(ours(), &args, None);
     std::fs::read(out).unwrap()
 }
 
@@ -188,7 +169,7 @@ fn pahole(input: &Path, out: &Path) -> Option<Vec<u8>> {
     let detached = format!("--btf_encode_detached={}", out.display());
     let mut args: Vec<&std::ffi::OsStr> = KERNEL_FLAGS.iter().map(|s| s.as_ref()).collect();
     args.extend([detached.as_ref(), input.as_os_str()]);
-    run(&prog, &args, prog.parent());
+    stdout_of(&prog, &args, prog.parent());
     Some(std::fs::read(out).unwrap())
 }
 
@@ -197,8 +178,8 @@ fn pahole(input: &Path, out: &Path) -> Option<Vec<u8>> {
 /// BTF only with the classic 24-byte header, so that copy has one; the types are
 /// the same).
 fn check_tools(name: &str, golden: &Path, dir: &Path) {
-    run(ours(), &["validate".as_ref(), golden.as_os_str()], None);
-    let our_dump = run(ours(), &["dump".as_ref(), golden.as_os_str()], None);
+    stdout_of(ours(), &["validate".as_ref(), golden.as_os_str()], None);
+    let our_dump = stdout_of(ours(), &["dump".as_ref(), golden.as_os_str()], None);
     let btf = read::parse(&std::fs::read(golden).unwrap(), None).unwrap();
     assert_eq!(our_dump, dump::dump_to_vec(&btf), "{name}: dump mode");
     if Command::new("bpftool").arg("version").output().is_err() {
@@ -214,7 +195,7 @@ fn check_tools(name: &str, golden: &Path, dir: &Path) {
     } else {
         golden.to_path_buf()
     };
-    let theirs = run(
+    let theirs = stdout_of(
         Path::new("bpftool"),
         &[
             "btf".as_ref(),

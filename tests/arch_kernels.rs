@@ -15,29 +15,14 @@
 //! constructs with tests/arch_fixtures.rs.
 
 mod common;
-use common::{clang_kernel, debian_kernel, reference, scratch, KFLAGS};
+use common::{clang_kernel, debian_kernel, reference, scratch, stdout_of, KFLAGS};
 
 use dwarf2btf::btf::{read, write, Btf, Endian};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 fn ours() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dwarf2btf"))
-}
-
-fn run(prog: &Path, args: &[&std::ffi::OsStr]) -> Vec<u8> {
-    let o = Command::new(prog)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
-    assert!(
-        o.status.success(),
-        "{} {args:?}: {}",
-        prog.display(),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o.stdout
 }
 
 /// Encodes `input` (split over `base`) with the kernel's flags at `-jN`; asserts
@@ -55,7 +40,7 @@ fn encode_equals(input: &Path, base: Option<&Path>, jobs: u32, reference: &Path,
         args.extend(["--btf_base".as_ref(), b.as_os_str()]);
     }
     args.extend([detached.as_ref(), input.as_os_str()]);
-    run(ours(), &args);
+    stdout_of(ours(), &args, None);
     let (got, want) = (
         std::fs::read(out).unwrap(),
         std::fs::read(reference).unwrap(),
@@ -82,8 +67,8 @@ fn tools_accept(file: &Path, base: Option<&Path>, dir: &Path) {
         a.extend(args.iter().copied());
         a
     };
-    run(ours(), &with("validate"));
-    let our_dump = run(ours(), &with("dump"));
+    stdout_of(ours(), &with("validate"), None);
+    let our_dump = stdout_of(ours(), &with("dump"), None);
     if !common::need("bpftool") {
         return;
     }
@@ -111,7 +96,7 @@ fn tools_accept(file: &Path, base: Option<&Path>, dir: &Path) {
     if let Some(b) = &b24 {
         a.extend(["--base-btf".as_ref(), b.as_os_str()]);
     }
-    let theirs = run(Path::new("bpftool"), &a);
+    let theirs = stdout_of(Path::new("bpftool"), &a, None);
     assert!(
         our_dump == theirs,
         "{}: dwarf2btf dump differs from bpftool's",

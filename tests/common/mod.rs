@@ -261,6 +261,26 @@ pub fn copy_to(src: &Path, dir: &TempDir, name: &str) -> PathBuf {
     dst
 }
 
+/// Runs `prog args` (with `LD_LIBRARY_PATH=lib`, if given), asserting success;
+/// returns its stdout.
+pub fn stdout_of(prog: &Path, args: &[&std::ffi::OsStr], lib: Option<&Path>) -> Vec<u8> {
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    if let Some(lib) = lib {
+        cmd.env("LD_LIBRARY_PATH", lib);
+    }
+    let o = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", prog.display()));
+    assert!(
+        o.status.success(),
+        "{} {args:?}: {}",
+        prog.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
 /// Runs `cmd`, asserting success; returns stderr.
 pub fn ok(cmd: &mut Command) -> String {
     let (success, _out, err) = run(cmd);
