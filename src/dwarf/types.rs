@@ -692,13 +692,7 @@ fn parse_cu_at<'a, 'i: 'a>(
         plans: Vec::new(),
         far_plans: HashMap::new(),
         base: header.header_size() as u32 + place.rebase,
-        offsets: std::mem::replace(&mut acc.offsets, BVec::new_in(bump)),
-        types: std::mem::replace(&mut acc.types, BVec::new_in(bump)),
-        decl_tags: std::mem::replace(&mut acc.decl_tags, BVec::new_in(bump)),
-        funcs: std::mem::replace(&mut acc.funcs, BVec::new_in(bump)),
-        vars: std::mem::replace(&mut acc.vars, BVec::new_in(bump)),
-        nests: std::mem::take(&mut acc.nests),
-        bump,
+        acc: std::mem::replace(acc, Acc::new(bump)),
         debug_addr: dw.input.section(".debug_addr"),
         addr_base: 0,
         loclists: dw.input.section(".debug_loclists"),
@@ -763,14 +757,8 @@ struct Parser<'a, 'i, 'u> {
     far_plans: HashMap<u64, Plan>,
     /// Unit offset of the first DIE (the unit header's size).
     base: u32,
-    offsets: BVec<'a, u32>,
-    types: BVec<'a, TypeDie<'a>>,
-    decl_tags: BVec<'a, DeclTagDie<'a>>,
-    funcs: BVec<'a, FuncDie<'a>>,
-    vars: BVec<'a, VarDie<'a>>,
-    /// Composites with nested type DIEs: (index, index of the last nested type).
-    nests: Vec<(u32, u32)>,
-    bump: &'a Bump,
+    /// The arrays the DIEs go into (taken from the caller's, given back after).
+    acc: Acc<'a>,
     /// `.debug_addr` and the unit's `DW_AT_addr_base`.
     debug_addr: &'i [u8],
     addr_base: u64,
@@ -875,12 +863,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
 
     /// Moves the parsed arrays back into `acc`.
     fn give_back(self, acc: &mut Acc<'a>) {
-        acc.offsets = self.offsets;
-        acc.types = self.types;
-        acc.decl_tags = self.decl_tags;
-        acc.funcs = self.funcs;
-        acc.vars = self.vars;
-        acc.nests = self.nests;
+        *acc = self.acc;
     }
 
     /// The address at index `i` of the unit's `.debug_addr` table.
@@ -1031,14 +1014,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             let kind = self.handle(tag, parent, depth == 1, off, a, s);
             if has_children {
                 let index = match kind {
-                    FrameKind::Subprogram => self.funcs.len() - 1,
-                    FrameKind::Variable => self.vars.len() - 1,
+                    FrameKind::Subprogram => self.acc.funcs.len() - 1,
+                    FrameKind::Variable => self.acc.vars.len() - 1,
                     FrameKind::FnParam => {
                         // The parameter's index within its subprogram.
                         let sub = s.stack.last().map_or(0, |f| f.start as usize);
                         s.fparams.len() - 1 - sub
                     }
-                    _ => self.types.len().wrapping_sub(1),
+                    _ => self.acc.types.len().wrapping_sub(1),
                 } as u32;
                 let (start, tag_start) = match kind {
                     FrameKind::Composite => (s.members.len(), 0),
@@ -1068,8 +1051,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     }
 
     fn push_type(&mut self, off: u32, t: TypeDie<'a>) {
-        self.offsets.push(off);
-        self.types.push(t);
+        self.acc.offsets.push(off);
+        self.acc.types.push(t);
     }
 
     /// Records one wanted DIE; returns the frame kind its children are read as.
@@ -1222,7 +1205,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     Some(Val::AddrX(i)) => self.addrx(i).unwrap_or(0),
                     _ => 0,
                 };
-                self.funcs.push(FuncDie {
+                self.acc.funcs.push(FuncDie {
                     off,
                     name: a.name,
                     origin: a.origin,
@@ -1239,7 +1222,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 FrameKind::Subprogram
             }
             DW_TAG_variable if top => {
-                self.vars.push(VarDie {
+                self.acc.vars.push(VarDie {
                     off,
                     name: a.name,
                     ty: a.ty,
@@ -1273,7 +1256,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
             DW_TAG_unspecified_parameters if parent == FrameKind::Subprogram => {
                 if let Some(f) = s.stack.last() {
-                    if let Some(func) = self.funcs.get_mut(f.index as usize) {
+                    if let Some(func) = self.acc.funcs.get_mut(f.index as usize) {
                         func.varargs = true;
                     }
                 }
@@ -1282,7 +1265,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             DW_TAG_unspecified_parameters => {
                 if let Some(f) = s.stack.last() {
                     if let Some(TypeDie::Proto { varargs, .. }) =
-                        self.types.get_mut(f.index as usize)
+                        self.acc.types.get_mut(f.index as usize)
                     {
                         *varargs = true;
                     }
@@ -1311,7 +1294,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         };
         match (parent, kind) {
             (FrameKind::Pointer, 1) => {
-                s.ptr_tags.push(self.types.len() as u32);
+                s.ptr_tags.push(self.acc.types.len() as u32);
                 self.push_type(
                     off,
                     TypeDie::Ref {
@@ -1322,7 +1305,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 );
             }
             (FrameKind::Composite | FrameKind::Typedef, 2) => {
-                self.decl_tags.push(DeclTagDie {
+                self.acc.decl_tags.push(DeclTagDie {
                     target: f.index,
                     component_idx: -1,
                     value: a.const_str,
@@ -1346,36 +1329,40 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let start = f.start as usize;
         match f.kind {
             FrameKind::Composite => {
-                let last = self.types.len() as u32 - 1;
+                let last = self.acc.types.len() as u32 - 1;
                 if last > f.index {
-                    self.nests.push((f.index, last));
+                    self.acc.nests.push((f.index, last));
                 }
-                let list = self.bump.alloc_slice_copy(&s.members[start..]);
+                let list = self.acc.bump.alloc_slice_copy(&s.members[start..]);
                 s.members.truncate(start);
                 if let Some(TypeDie::Composite { members, .. }) =
-                    self.types.get_mut(f.index as usize)
+                    self.acc.types.get_mut(f.index as usize)
                 {
                     *members = list;
                 }
             }
             FrameKind::Enum => {
-                let list = self.bump.alloc_slice_copy(&s.enumerators[start..]);
+                let list = self.acc.bump.alloc_slice_copy(&s.enumerators[start..]);
                 s.enumerators.truncate(start);
-                if let Some(TypeDie::Enum { values, .. }) = self.types.get_mut(f.index as usize) {
+                if let Some(TypeDie::Enum { values, .. }) = self.acc.types.get_mut(f.index as usize)
+                {
                     *values = list;
                 }
             }
             FrameKind::Array => {
-                let list = self.bump.alloc_slice_copy(&s.dims[start..]);
+                let list = self.acc.bump.alloc_slice_copy(&s.dims[start..]);
                 s.dims.truncate(start);
-                if let Some(TypeDie::Array { dims, .. }) = self.types.get_mut(f.index as usize) {
+                if let Some(TypeDie::Array { dims, .. }) = self.acc.types.get_mut(f.index as usize)
+                {
                     *dims = list;
                 }
             }
             FrameKind::Proto => {
-                let list = self.bump.alloc_slice_copy(&s.params[start..]);
+                let list = self.acc.bump.alloc_slice_copy(&s.params[start..]);
                 s.params.truncate(start);
-                if let Some(TypeDie::Proto { params, .. }) = self.types.get_mut(f.index as usize) {
+                if let Some(TypeDie::Proto { params, .. }) =
+                    self.acc.types.get_mut(f.index as usize)
+                {
                     *params = list;
                 }
             }
@@ -1388,18 +1375,18 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     // pahole adds the tags to the unit as it reads them, then the
                     // pointer: the pointer comes after them, as a struct after
                     // its nested types.
-                    self.nests.push((f.index, last));
-                    let last_off = self.offsets[last as usize];
-                    let pointee = match &mut self.types[f.index as usize] {
+                    self.acc.nests.push((f.index, last));
+                    let last_off = self.acc.offsets[last as usize];
+                    let pointee = match &mut self.acc.types[f.index as usize] {
                         TypeDie::Ref { ty, .. } => std::mem::replace(ty, DieRef(last_off)),
                         _ => DieRef::VOID,
                     };
                     for w in (0..tags.len()).rev() {
                         let next = match w.checked_sub(1) {
-                            Some(p) => DieRef(self.offsets[tags[p] as usize]),
+                            Some(p) => DieRef(self.acc.offsets[tags[p] as usize]),
                             None => pointee,
                         };
-                        if let TypeDie::Ref { ty, .. } = &mut self.types[tags[w] as usize] {
+                        if let TypeDie::Ref { ty, .. } = &mut self.acc.types[tags[w] as usize] {
                             *ty = next;
                         }
                     }
@@ -1418,7 +1405,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 if let Some(c) = comp {
                     let idx = (start - c.start as usize) as i32;
                     for &value in &s.member_tags[f.tag_start as usize..] {
-                        self.decl_tags.push(DeclTagDie {
+                        self.acc.decl_tags.push(DeclTagDie {
                             target: c.index,
                             component_idx: idx,
                             value,
@@ -1428,23 +1415,25 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 s.member_tags.truncate(f.tag_start as usize);
             }
             FrameKind::Subprogram => {
-                let params = self.bump.alloc_slice_copy(&s.fparams[start..]);
+                let params = self.acc.bump.alloc_slice_copy(&s.fparams[start..]);
                 let annots = self
+                    .acc
                     .bump
                     .alloc_slice_copy(&s.annots[f.tag_start as usize..]);
                 s.fparams.truncate(start);
                 s.annots.truncate(f.tag_start as usize);
-                if let Some(func) = self.funcs.get_mut(f.index as usize) {
+                if let Some(func) = self.acc.funcs.get_mut(f.index as usize) {
                     func.params = params;
                     func.annots = annots;
                 }
             }
             FrameKind::Variable => {
                 let annots = self
+                    .acc
                     .bump
                     .alloc_slice_copy(&s.annots[f.tag_start as usize..]);
                 s.annots.truncate(f.tag_start as usize);
-                if let Some(v) = self.vars.get_mut(f.index as usize) {
+                if let Some(v) = self.acc.vars.get_mut(f.index as usize) {
                     v.annots = annots;
                 }
             }
