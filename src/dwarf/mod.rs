@@ -8,6 +8,7 @@
 pub mod die;
 #[allow(non_upper_case_globals)]
 pub mod lto;
+pub mod ops;
 #[allow(non_upper_case_globals)]
 pub mod types;
 

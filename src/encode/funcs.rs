@@ -14,6 +14,10 @@ use super::true_sig;
 use super::vars::VarSections;
 use super::{EncodeError, EncoderState, Features};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
+use crate::dwarf::ops::{
+    is_breg, is_const, is_reg, DW_OP_BREG0, DW_OP_ENTRY_VALUE, DW_OP_GNU_ENTRY_VALUE, DW_OP_REG0,
+    DW_OP_STACK_VALUE,
+};
 use crate::dwarf::types::{
     CuTypes, DieRef, FnParamDie, FuncDie, LocCtx, LocDie, Name, RefKind, TypeDie,
 };
@@ -1253,28 +1257,6 @@ fn loc_reg(cu: &CuTypes<'_>, loc: LocDie<'_>, wide: bool) -> Option<u8> {
             None
         }
     }
-}
-
-const DW_OP_REG0: u8 = 0x50;
-const DW_OP_BREG0: u8 = 0x70;
-const DW_OP_LIT0: u8 = 0x30;
-const DW_OP_CONSTU: u8 = 0x10;
-const DW_OP_CONSTS: u8 = 0x11;
-const DW_OP_STACK_VALUE: u8 = 0x9f;
-const DW_OP_ENTRY_VALUE: u8 = 0xa3;
-const DW_OP_GNU_ENTRY_VALUE: u8 = 0xf3;
-
-fn is_reg(op: u8) -> bool {
-    (DW_OP_REG0..DW_OP_REG0 + 32).contains(&op)
-}
-
-fn is_breg(op: u8) -> bool {
-    (DW_OP_BREG0..DW_OP_BREG0 + 32).contains(&op)
-}
-
-/// `DW_OP_lit0` … `DW_OP_lit31`, `DW_OP_constu`, `DW_OP_consts`.
-fn is_const(op: u8) -> bool {
-    (DW_OP_LIT0..DW_OP_LIT0 + 32).contains(&op) || op == DW_OP_CONSTU || op == DW_OP_CONSTS
 }
 
 /// Decodes every operation of `expr` into `out` (clang's moved parameters are

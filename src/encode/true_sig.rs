@@ -5,6 +5,7 @@
 //! only one field reaches a register is passed as that field (named
 //! `PARAM__FIELD`, with the field's type).
 
+use crate::dwarf::ops::{is_const, DW_OP_FBREG, DW_OP_PIECE, DW_OP_STACK_VALUE};
 use crate::dwarf::types::{CuTypes, DieRef, LocCtx, LocDie, Name, RefKind, TypeDie};
 
 /// What the location list of one parameter says, beyond its register.
@@ -48,17 +49,6 @@ impl Facts {
             addr + self.second.trailing_zeros() as u64
         })
     }
-}
-
-const DW_OP_CONSTU: u8 = 0x10;
-const DW_OP_CONSTS: u8 = 0x11;
-const DW_OP_LIT0: u8 = 0x30;
-const DW_OP_FBREG: u8 = 0x91;
-const DW_OP_PIECE: u8 = 0x93;
-const DW_OP_STACK_VALUE: u8 = 0x9f;
-
-fn is_const(op: u8) -> bool {
-    op == DW_OP_CONSTU || op == DW_OP_CONSTS || (DW_OP_LIT0..DW_OP_LIT0 + 32).contains(&op)
 }
 
 /// The facts of a parameter's location; `wide`: its type is wider than a register
