@@ -210,6 +210,25 @@ pub struct UnitEnc<'i> {
     pub place: Place,
 }
 
+impl<'i> UnitEnc<'i> {
+    /// The forms of a unit of `dw` with `encoding` (its header's) at `place`, with
+    /// the input's string sections (its `DW_AT_str_offsets_base` is read later, from
+    /// its root).
+    pub fn of(dw: &super::DwarfInput<'i>, encoding: gimli::Encoding, place: Place) -> UnitEnc<'i> {
+        UnitEnc {
+            little: dw.input.is_little_endian(),
+            offset_size: encoding.format.word_size(),
+            addr_size: encoding.address_size,
+            version: encoding.version,
+            debug_str: dw.input.section(".debug_str"),
+            line_str: dw.input.section(".debug_line_str"),
+            str_offsets: dw.input.section(".debug_str_offsets"),
+            str_offsets_base: 0,
+            place,
+        }
+    }
+}
+
 /// Where a unit lies in the units parsed as one: references within the unit are
 /// shifted by `rebase` (the unit's start minus the group's), and a `DW_FORM_ref_addr`
 /// into `group` (`.debug_info` offsets) becomes a reference relative to its start.

@@ -175,18 +175,7 @@ fn scan_unit(
 ) -> Result<(), Error> {
     let err = |e: &dyn std::fmt::Display| dw.unit_error(idx, e);
     let abbrevs = dw.dwarf.abbreviations(header).map_err(|e| err(&e))?;
-    let encoding = header.encoding();
-    let enc = UnitEnc {
-        little: dw.input.is_little_endian(),
-        offset_size: encoding.format.word_size(),
-        addr_size: encoding.address_size,
-        version: encoding.version,
-        debug_str: &[],
-        line_str: &[],
-        str_offsets: &[],
-        str_offsets_base: 0,
-        place: Default::default(),
-    };
+    let enc = UnitEnc::of(dw, header.encoding(), Default::default());
     let entries = header
         .range_from(UnitOffset(header.header_size())..)
         .map_err(|e| err(&e))?;

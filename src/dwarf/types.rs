@@ -675,17 +675,7 @@ fn parse_cu_at<'a, 'i: 'a>(
         .range_from(UnitOffset(header.header_size())..)
         .map_err(|e| dw.unit_error(idx, e))?;
     let encoding = header.encoding();
-    let enc = UnitEnc {
-        little: dw.input.is_little_endian(),
-        offset_size: encoding.format.word_size(),
-        addr_size: encoding.address_size,
-        version: encoding.version,
-        debug_str: dw.input.section(".debug_str"),
-        line_str: dw.input.section(".debug_line_str"),
-        str_offsets: dw.input.section(".debug_str_offsets"),
-        str_offsets_base: 0,
-        place,
-    };
+    let enc = UnitEnc::of(dw, encoding, place);
     let mut p = Parser {
         enc,
         abbrevs: &abbrevs,
