@@ -7,15 +7,15 @@
 //! print what bpftool prints (for big-endian BTF, of a copy with the classic
 //! 24-byte header, which bpftool 7.1 needs).
 //!
-//! The inputs are large downloads (`shared/corpus/debian-kernel.sh CASE`, and
-//! `shared/corpus/clang/c1-clang.tar.zst`): they are looked up in
-//! `$DWARF2BTF_KERNELS/CASE/` (default `~/.cache/dwarf2btf-kernels`) and
-//! `$DWARF2BTF_CLANG/c1-clang/` (default `~/clang`). Without them a test prints
-//! SKIP, or fails under `DWARF2BTF_REQUIRE_KERNELS=1`; CI covers the same
-//! constructs with tests/arch_fixtures.rs.
+//! Debian's kernels are large downloads (`shared/corpus/debian-kernel.sh CASE`),
+//! looked up in `$DWARF2BTF_KERNELS/CASE/` (default `~/.cache/dwarf2btf-kernels`):
+//! without them those tests print SKIP, or fail under `DWARF2BTF_REQUIRE_KERNELS=1`;
+//! CI covers the same constructs with tests/arch_fixtures.rs. The clang kernel is in
+//! the shared corpus (`shared/corpus/clang/c1-clang.tar.zst`, or unpacked in
+//! `$DWARF2BTF_CLANG/c1-clang/`), so CI runs it.
 
 mod common;
-use common::{clang_kernel, debian_kernel, reference, scratch, stdout_of, KFLAGS};
+use common::{clang_case, debian_kernel, reference, scratch, stdout_of, KFLAGS};
 
 use dwarf2btf::btf::{read, write, Btf, Endian};
 use std::path::{Path, PathBuf};
@@ -168,8 +168,8 @@ fn debian_ppc64el() {
 #[test]
 fn clang_without_lto() {
     let refs = reference().map(|r| r.join("clang/c1-clang"));
-    let files = ["vmlinux", "tcp_bic.ko", "tcp_bbr.ko"];
-    let (Some(refs), Some(inputs)) = (refs, clang_kernel("c1-clang", &files)) else {
+    // In the shared corpus, so required in CI (unlike Debian's kernels).
+    let (Some(refs), Some(inputs)) = (refs, clang_case("c1-clang")) else {
         return;
     };
     check_case("c1-clang", &inputs, &refs, &["tcp_bic", "tcp_bbr"], false);

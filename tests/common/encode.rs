@@ -129,58 +129,6 @@ pub fn btfcmp_report(tool: &Path, args: &[&OsStr]) -> (String, String) {
     (last, out)
 }
 
-/// The folder of the clang-built kernel `case` (`c1-clang`, `c2-thinlto`: vmlinux,
-/// tcp_bic.ko, tcp_bbr.ko): `$DWARF2BTF_CLANG/case` (default `~/clang/case`, as
-/// [`super::clang_kernel`]), else the corpus's `clang/case.tar.zst` unpacked once
-/// under cargo's temporary folder (so that CI, which has the corpus, runs the
-/// tests over it). `None` (after a skip) when neither is there.
-pub fn clang_case(case: &str) -> Option<PathBuf> {
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()));
-    let dir = std::env::var_os("DWARF2BTF_CLANG")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join("clang"))
-        .join(case);
-    if dir.join("vmlinux").is_file() {
-        return Some(dir);
-    }
-    let packed = super::shared()?.join(format!("corpus/clang/{case}.tar.zst"));
-    if !packed.is_file() {
-        skip(&format!(
-            "the {case} kernel ({} or {})",
-            dir.display(),
-            packed.display()
-        ));
-        return None;
-    }
-    let into = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clang");
-    let dir = into.join(case);
-    if !dir.join("vmlinux").is_file() {
-        // Unpacked beside and renamed, so that tests running at once never see half.
-        let part = into.join(format!("{case}.part{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&part);
-        std::fs::create_dir_all(&part).ok()?;
-        let ok = Command::new("tar")
-            .args(["--zstd", "-xf"])
-            .arg(&packed)
-            .arg("-C")
-            .arg(&part)
-            .status()
-            .ok()?
-            .success();
-        if !ok || std::fs::rename(&part, &dir).is_err() {
-            let _ = std::fs::remove_dir_all(&part);
-            if !dir.join("vmlinux").is_file() {
-                skip(&format!(
-                    "the {case} kernel: unpacking {} failed",
-                    packed.display()
-                ));
-                return None;
-            }
-        }
-    }
-    Some(dir)
-}
-
 /// Our bytes for `input` (split over `base`) with the feature list `features` and
 /// Rust units left out, encoded in this process at `-jJOBS` with as many workers.
 pub fn encode_in_process(

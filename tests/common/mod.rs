@@ -132,11 +132,56 @@ pub fn debian_kernel(arch: &str, files: &[&str]) -> Option<PathBuf> {
     kernel_dir("DWARF2BTF_KERNELS", ".cache/dwarf2btf-kernels", arch, files)
 }
 
-/// The clang-built kernel `case` (`shared/corpus/clang/CASE.tar.zst`, unpacked), if
-/// its `files` are in `$DWARF2BTF_CLANG/CASE` (default `~/clang`); None after
-/// [`skip_kernel`].
-pub fn clang_kernel(case: &str, files: &[&str]) -> Option<PathBuf> {
-    kernel_dir("DWARF2BTF_CLANG", "clang", case, files)
+/// The folder of the clang-built kernel `case` (`c1-clang`, `c2-thinlto`: vmlinux,
+/// tcp_bic.ko, tcp_bbr.ko): `$DWARF2BTF_CLANG/case` (default `~/clang/case`), else
+/// the corpus's `clang/case.tar.zst` unpacked once
+/// under cargo's temporary folder (so that CI, which has the corpus, runs the
+/// tests over it). `None` (after a skip) when neither is there.
+pub fn clang_case(case: &str) -> Option<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into()));
+    let dir = std::env::var_os("DWARF2BTF_CLANG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| home.join("clang"))
+        .join(case);
+    if dir.join("vmlinux").is_file() {
+        return Some(dir);
+    }
+    let packed = shared()?.join(format!("corpus/clang/{case}.tar.zst"));
+    if !packed.is_file() {
+        skip(&format!(
+            "the {case} kernel ({} or {})",
+            dir.display(),
+            packed.display()
+        ));
+        return None;
+    }
+    let into = Path::new(env!("CARGO_TARGET_TMPDIR")).join("clang");
+    let dir = into.join(case);
+    if !dir.join("vmlinux").is_file() {
+        // Unpacked beside and renamed, so that tests running at once never see half.
+        let part = into.join(format!("{case}.part{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&part);
+        std::fs::create_dir_all(&part).ok()?;
+        let ok = Command::new("tar")
+            .args(["--zstd", "-xf"])
+            .arg(&packed)
+            .arg("-C")
+            .arg(&part)
+            .status()
+            .ok()?
+            .success();
+        if !ok || std::fs::rename(&part, &dir).is_err() {
+            let _ = std::fs::remove_dir_all(&part);
+            if !dir.join("vmlinux").is_file() {
+                skip(&format!(
+                    "the {case} kernel: unpacking {} failed",
+                    packed.display()
+                ));
+                return None;
+            }
+        }
+    }
+    Some(dir)
 }
 
 fn kernel_dir(var: &str, default: &str, case: &str, files: &[&str]) -> Option<PathBuf> {
