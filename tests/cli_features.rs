@@ -5,8 +5,8 @@
 //! function-skip lines of `--verbose`.
 
 mod common;
-use common::{corpus_and_reference, encode_detached, tmp, KFLAGS};
-use std::path::PathBuf;
+use common::{assert_same_btf, corpus_and_reference, encode_detached, tmp, KFLAGS};
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The corpus vmlinux and pahole's references (the locators skip without them).
@@ -15,11 +15,15 @@ fn inputs() -> Option<(PathBuf, PathBuf)> {
     Some((c.join("vmlinux"), r))
 }
 
-fn same_bytes(ours: &std::path::Path, reference: &std::path::Path) {
-    let a = std::fs::read(ours).unwrap();
-    let b = std::fs::read(reference).unwrap();
+fn same_bytes(ours: &Path, reference: &Path) {
+    assert_same_btf(ours, reference, None);
     let _ = std::fs::remove_file(ours);
-    assert!(a == b, "not the bytes of {}", reference.display());
+}
+
+/// Encodes `input` (over `base`) with the kernel's features and `extra` ones.
+fn encode_with(extra: &str, input: &Path, base: Option<&Path>) -> PathBuf {
+    let list = format!("{KFLAGS}{extra}");
+    encode_detached(&[&list, "--lang_exclude=rust"], input, base)
 }
 
 #[test]
@@ -36,7 +40,7 @@ fn plus_list_is_the_defaults_and_its_items() {
 fn unknown_feature_is_ignored_unless_strict() {
     let Some((vmlinux, r)) = inputs() else { return };
     let list = format!("{KFLAGS},no_such_feature");
-    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    let out = encode_with(",no_such_feature", &vmlinux, None);
     same_bytes(&out, &r.join("vmlinux-cloud.kernel-flags.btf"));
 
     let strict = list.replace("--btf_features=", "--btf_features_strict=");
@@ -91,26 +95,25 @@ fn verbose_prints_pahole_s_skip_lines() {
 #[test]
 fn layout_section_as_pahole_writes_it() {
     let Some((vmlinux, r)) = inputs() else { return };
-    let list = format!("{KFLAGS},attributes,layout");
-    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    let list = ",attributes,layout";
+    let out = encode_with(list, &vmlinux, None);
     same_bytes(&out, &r.join("features/vmlinux-cloud.layout.btf"));
     let ko = vmlinux.with_file_name("nf_tables.ko");
-    let out = encode_detached(&[&list, "--lang_exclude=rust"], &ko, Some(&vmlinux));
+    let out = encode_with(list, &ko, Some(&vmlinux));
     same_bytes(&out, &r.join("features/nf_tables.layout.btf"));
     // A module over a base that has a layout section (a 7.1 kernel's vmlinux) is
     // the module over the same types without one.
     let with = r.join("features/vmlinux-cloud.layout.btf");
     let without = r.join("features/vmlinux-cloud.attributes.btf");
-    let a = encode_detached(&[&list, "--lang_exclude=rust"], &ko, Some(&with));
-    let b = encode_detached(&[&list, "--lang_exclude=rust"], &ko, Some(&without));
+    let a = encode_with(list, &ko, Some(&with));
+    let b = encode_with(list, &ko, Some(&without));
     same_bytes(&a, &b);
 }
 
 #[test]
 fn attributes_as_pahole_encodes_them() {
     let Some((vmlinux, r)) = inputs() else { return };
-    let list = format!("{KFLAGS},attributes");
-    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    let out = encode_with(",attributes", &vmlinux, None);
     same_bytes(&out, &r.join("features/vmlinux-cloud.attributes.btf"));
 }
 
@@ -119,7 +122,6 @@ fn attributes_as_pahole_encodes_them() {
 #[test]
 fn true_signature_as_pahole_encodes_it() {
     let Some((vmlinux, r)) = inputs() else { return };
-    let list = format!("{KFLAGS},attributes,true_signature");
-    let out = encode_detached(&[&list, "--lang_exclude=rust"], &vmlinux, None);
+    let out = encode_with(",attributes,true_signature", &vmlinux, None);
     same_bytes(&out, &r.join("features/vmlinux-cloud.true_signature.btf"));
 }

@@ -50,6 +50,47 @@ pub fn btfcmp_verdict(
     Some(text.lines().last().unwrap_or("").trim().to_string())
 }
 
+/// Asserts that the BTF file `ours` has the bytes of `reference`. When it does not,
+/// the failure says where the type and string sections first differ and, where
+/// python3 can run btfcmp.py, what differs up to id renumbering.
+pub fn assert_same_btf(ours: &Path, reference: &Path, base: Option<&Path>) {
+    let (a, b) = (read(ours), read(reference));
+    if a == b {
+        return;
+    }
+    let sections = |d: &[u8]| -> Option<[Vec<u8>; 2]> {
+        let w = |o: usize| Some(u32::from_le_bytes(d.get(o..o + 4)?.try_into().ok()?) as usize);
+        let (hl, to, tl, so, sl) = (w(4)?, w(8)?, w(12)?, w(16)?, w(20)?);
+        Some([
+            d.get(hl + to..hl + to + tl)?.to_vec(),
+            d.get(hl + so..hl + so + sl)?.to_vec(),
+        ])
+    };
+    let layout = match (sections(&a), sections(&b)) {
+        (Some([ta, sa]), Some([tb, sb])) => format!(
+            "types: {}; strings: {}",
+            super::first_diff(&ta, &tb),
+            super::first_diff(&sa, &sb)
+        ),
+        _ => super::first_diff(&a, &b),
+    };
+    // btfcmp is only the diagnosis: the bytes are the verdict, with or without it.
+    let verdict = if super::have("python3") {
+        btfcmp_verdict(ours, reference, base, &[]).unwrap_or_default()
+    } else {
+        "btfcmp.py not run: no python3".into()
+    };
+    panic!(
+        "{} differs from {}: {layout}; btfcmp: {verdict}",
+        ours.display(),
+        reference.display()
+    );
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The arguments that encode `input` at `-jJOBS` with the kernel's flags (as
 /// `scripts/Makefile.btf`, without Rust units) into the detached file `out`.
 pub fn kernel_args(jobs: usize, input: &Path, out: &Path) -> Vec<String> {
