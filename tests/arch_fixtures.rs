@@ -20,7 +20,7 @@
 //! rewrite the goldens from it.
 
 mod common;
-use common::{scratch, skip, stdout_of, KFLAGS};
+use common::{golden, scratch, skip, stdout_of, KFLAGS};
 
 use dwarf2btf::btf::{dump, read, write, Endian};
 use std::path::{Path, PathBuf};
@@ -214,27 +214,14 @@ fn check_tools(name: &str, golden: &Path, dir: &Path) {
 #[test]
 fn every_target_encodes_as_pahole() {
     let dir = scratch("arch_fixtures");
-    let bless = std::env::var_os("DWARF2BTF_BLESS").is_some();
     let mut checked = Vec::new();
     for b in BUILDS {
         let Some(input) = build(b, &dir) else {
             continue;
         };
-        let golden = fixtures().join(format!("{}.btf", b.name));
-        if let Some(fresh) = pahole(&input, &dir.join(format!("{}.pahole.btf", b.name))) {
-            if bless {
-                std::fs::write(&golden, &fresh).unwrap();
-            }
-            let want = std::fs::read(&golden).unwrap_or_default();
-            assert!(
-                fresh == want,
-                "{}: the golden is not pahole's output",
-                b.name
-            );
-        }
-        let want = std::fs::read(&golden).unwrap_or_else(|e| {
-            panic!("{}: {e} (bless it with DWARF2BTF_PAHOLE)", golden.display())
-        });
+        let golden_path = fixtures().join(format!("{}.btf", b.name));
+        let fresh = pahole(&input, &dir.join(format!("{}.pahole.btf", b.name)));
+        let want = golden(&golden_path, fresh);
         for jobs in [1, 2] {
             let got = encode(&input, jobs, &dir.join(format!("{}.j{jobs}.btf", b.name)));
             assert!(
@@ -245,7 +232,7 @@ fn every_target_encodes_as_pahole() {
                 want.len()
             );
         }
-        check_tools(b.name, &golden, &dir);
+        check_tools(b.name, &golden_path, &dir);
         checked.push(b.name);
     }
     println!("byte-identical to pahole: {checked:?}");

@@ -10,6 +10,17 @@ fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dwarf2btf"))
 }
 
+/// `dwarf2btf dedup INPUT [--base-btf BASE] -o OUT`, asserting success.
+fn dedup_cli(input: &std::path::Path, base: Option<&std::path::Path>, out: &std::path::Path) {
+    let mut cmd = bin();
+    cmd.arg("dedup").arg(input);
+    if let Some(b) = base {
+        cmd.arg("--base-btf").arg(b);
+    }
+    let st = cmd.arg("-o").arg(out).status().expect("run dwarf2btf");
+    assert!(st.success(), "dedup of {} failed", input.display());
+}
+
 #[test]
 fn dedup_whole_and_split_equal_libbpf() {
     let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
@@ -18,14 +29,7 @@ fn dedup_whole_and_split_equal_libbpf() {
     let dir = scratch("cli");
     let input = refs.join("vmlinux-cloud.no-flags.btf");
     let out = dir.join("out.btf");
-    let st = bin()
-        .arg("dedup")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("run dwarf2btf");
-    assert!(st.success());
+    dedup_cli(&input, None, &out);
     let want = libbpf_dedup(&input, None, &dir.join("libbpf.btf"));
     assert!(
         std::fs::read(&out).unwrap() == want,
@@ -35,16 +39,7 @@ fn dedup_whole_and_split_equal_libbpf() {
     // Split, with the base given as the vmlinux ELF file itself (its .BTF section).
     let input = refs.join("vsock_loopback.kernel-flags.btf");
     let vmlinux = corpus.join("vmlinux");
-    let st = bin()
-        .arg("dedup")
-        .arg(&input)
-        .arg("--base-btf")
-        .arg(&vmlinux)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("run dwarf2btf");
-    assert!(st.success());
+    dedup_cli(&input, Some(&vmlinux), &out);
     let (_, base_path) = vmlinux_base(&corpus, &dir);
     let want = libbpf_dedup(&input, Some(&base_path), &dir.join("libbpf.btf"));
     assert!(

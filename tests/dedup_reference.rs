@@ -42,18 +42,27 @@ fn vmlinux_references_equal_libbpf() {
     }
 }
 
-#[test]
-fn module_references_split_equal_libbpf() {
+/// Runs `f` on each module reference read over the corpus vmlinux's BTF, with its
+/// path, the base's path and a scratch directory `name`.
+fn each_module(name: &str, mut f: impl FnMut(&str, Btf, &Path, &Path, &Path)) {
     let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
         return;
     };
-    let dir = scratch("modules");
+    let dir = scratch(name);
     let (base, base_path) = vmlinux_base(&corpus, &dir);
     for m in MODULES {
         let path = refs.join(format!("{m}.kernel-flags.btf"));
-        let btf = btf::read::read_file(&path, Some(base.clone())).expect("read module reference");
-        check(&btf, &path, Some(&base_path), &dir, m);
+        let btf =
+            btf::read::read_file(&path, Some(Arc::clone(&base))).expect("read module reference");
+        f(m, btf, &path, &base_path, &dir);
     }
+}
+
+#[test]
+fn module_references_split_equal_libbpf() {
+    each_module("modules", |m, btf, path, base, dir| {
+        check(&btf, path, Some(base), dir, m);
+    });
 }
 
 #[test]
@@ -72,22 +81,12 @@ fn doubled_vmlinux_equals_libbpf() {
 
 #[test]
 fn doubled_modules_split_equal_libbpf() {
-    let (Some(refs), Some(corpus), true) = (reference(), corpus(), have_libbpf()) else {
-        return;
-    };
-    let dir = scratch("doubled-modules");
-    let (base, base_path) = vmlinux_base(&corpus, &dir);
-    for m in MODULES {
-        let btf = btf::read::read_file(
-            &refs.join(format!("{m}.kernel-flags.btf")),
-            Some(Arc::clone(&base)),
-        )
-        .expect("read module reference");
+    each_module("doubled-modules", |m, btf, _, base, dir| {
         let d = doubled(&btf);
         let path = dir.join(format!("{m}.doubled.btf"));
         write(&d, &path);
-        check(&d, &path, Some(&base_path), &dir, &format!("doubled {m}"));
-    }
+        check(&d, &path, Some(base), dir, &format!("doubled {m}"));
+    });
 }
 
 /// The case "libbpf: Fix deduplication of typedef with base definitions" is about:

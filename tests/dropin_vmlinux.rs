@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -18,12 +17,7 @@ fn vmlinux_in_place_equals_detached_and_kill_is_harmless() {
     }
     let dir = TempDir::new("dropin-vmlinux");
     let vmlinux = dir.join("vmlinux");
-    run_clean(
-        Command::new("objcopy")
-            .arg("--remove-section=.BTF")
-            .arg(corpus.join("vmlinux"))
-            .arg(&vmlinux),
-    );
+    without_btf(&corpus.join("vmlinux"), &vmlinux);
     let input_copy = copy_to(&vmlinux, &dir, "vmlinux.input");
     let original = std::fs::read(&vmlinux).unwrap();
     let features = format!("--btf_features={KFEATURES}");
@@ -57,12 +51,7 @@ fn vmlinux_in_place_equals_detached_and_kill_is_harmless() {
     let ours = dir.join("ours.stripped");
     let theirs = dir.join("input.stripped");
     for (from, to) in [(&vmlinux, &ours), (&input_copy, &theirs)] {
-        run_clean(
-            Command::new("objcopy")
-                .arg("--remove-section=.BTF")
-                .arg(from)
-                .arg(to),
-        );
+        without_btf(from, to);
     }
     assert!(
         std::fs::read(&ours).unwrap() == std::fs::read(&theirs).unwrap(),

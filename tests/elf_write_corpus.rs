@@ -31,12 +31,7 @@ fn bpftool_dump(file: &Path, base: &Path) -> String {
 /// A copy of module `m` without its `.BTF`, as the kernel build hands it to pahole.
 fn stripped_module(corpus: &Path, dir: &TempDir, m: &str, name: &str) -> std::path::PathBuf {
     let out = dir.join(name);
-    run_clean(
-        Command::new("objcopy")
-            .arg("--remove-section=.BTF")
-            .arg(corpus.join(format!("{m}.ko")))
-            .arg(&out),
-    );
+    without_btf(&corpus.join(format!("{m}.ko")), &out);
     assert!(section_fields(&out, ".BTF").is_none());
     out
 }
@@ -218,12 +213,7 @@ fn vmlinux_without_btf_gets_one() {
     };
     let dir = TempDir::new("vmlinux-add");
     let tmp = dir.join("tmp_vmlinux");
-    run_clean(
-        Command::new("objcopy")
-            .arg("--remove-section=.BTF")
-            .arg(corpus.join("vmlinux"))
-            .arg(&tmp),
-    );
+    without_btf(&corpus.join("vmlinux"), &tmp);
     let btf = std::fs::read(reference.join("vmlinux-cloud.kernel-flags.btf")).unwrap();
     let before = run_clean(Command::new("readelf").args(["-lW"]).arg(&tmp));
     write_sections_in_place(&tmp, &[(".BTF", btf.clone())]).unwrap();
@@ -263,25 +253,13 @@ fn vmlinux_without_btf_gets_one() {
     run_clean(Command::new("readelf").arg("-hSW").arg(&obj));
     let f = section_fields(&obj, ".BTF").unwrap();
     assert_eq!((f.1.as_str(), f.2.as_str()), ("PROGBITS", "A"));
-    let dumped = dir.join("dumped");
-    run_clean(
-        Command::new("objcopy")
-            .arg(format!("--dump-section=.BTF={}", dumped.display()))
-            .arg(&obj)
-            .arg(dir.join("scratch")),
-    );
-    assert!(std::fs::read(&dumped).unwrap() == btf);
+    assert!(dumped_section(&obj, ".BTF", &dir.0) == btf);
 
     // The object is byte for byte what the same steps make after llvm-objcopy.
     if have("llvm-objcopy") {
         let llvm = dir.join("tmp_vmlinux.llvm");
         let payload = reference.join("vmlinux-cloud.kernel-flags.btf");
-        run_clean(
-            Command::new("objcopy")
-                .arg("--remove-section=.BTF")
-                .arg(corpus.join("vmlinux"))
-                .arg(&llvm),
-        );
+        without_btf(&corpus.join("vmlinux"), &llvm);
         run_clean(
             Command::new("llvm-objcopy")
                 .arg(format!("--add-section=.BTF={}", payload.display()))

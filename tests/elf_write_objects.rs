@@ -236,16 +236,7 @@ fn linked_executable() {
     assert_eq!(segments(&exe), segments(&orig_path));
 
     // A loaded section keeps its size; same-size contents go in place.
-    let text = {
-        let d = dir.join("text");
-        run_clean(
-            Command::new("objcopy")
-                .arg(format!("--dump-section=.text={}", d.display()))
-                .arg(&orig_path)
-                .arg(dir.join("scratch")),
-        );
-        std::fs::read(d).unwrap()
-    };
+    let text = dumped_section(&orig_path, ".text", &dir.0);
     let mut longer = text.clone();
     longer.push(0xc3);
     let err = set_sections(&original, &[(".text", &longer)]).unwrap_err();

@@ -66,20 +66,21 @@ fn encode(features: &str) -> Option<Btf> {
     Some(encode_file(&opts).unwrap())
 }
 
-fn funcs(btf: &Btf) -> Vec<String> {
+/// The names of `btf`'s types that `pick` picks.
+fn names(btf: &Btf, pick: fn(&TypeKind) -> bool) -> Vec<String> {
     btf.types()
         .iter()
-        .filter(|t| matches!(t.kind, TypeKind::Func { .. }))
+        .filter(|t| pick(&t.kind))
         .map(|t| btf.str_at(t.name).into_owned())
         .collect()
 }
 
+fn funcs(btf: &Btf) -> Vec<String> {
+    names(btf, |k| matches!(k, TypeKind::Func { .. }))
+}
+
 fn vars(btf: &Btf) -> Vec<String> {
-    btf.types()
-        .iter()
-        .filter(|t| matches!(t.kind, TypeKind::Var { .. }))
-        .map(|t| btf.str_at(t.name).into_owned())
-        .collect()
+    names(btf, |k| matches!(k, TypeKind::Var { .. }))
 }
 
 #[test]

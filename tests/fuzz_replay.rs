@@ -113,24 +113,20 @@ fn replay_dedup() {
     assert!(n >= 4, "too few inputs: {n}");
 }
 
-#[test]
-fn replay_elf_reader() {
-    let n = replay(
-        "elf_reader",
-        inputs("elf_reader", "elf", Vec::new()),
-        entry::elf_reader,
-    );
+/// Replays the ELF inputs of the fuzz target `target` through `entry`.
+fn replay_elf(target: &str, entry: fn(&[u8])) {
+    let n = replay(target, inputs(target, "elf", Vec::new()), entry);
     assert!(n >= 2, "too few inputs: {n}");
 }
 
 #[test]
+fn replay_elf_reader() {
+    replay_elf("elf_reader", entry::elf_reader);
+}
+
+#[test]
 fn replay_dwarf_loader() {
-    let n = replay(
-        "dwarf_loader",
-        inputs("dwarf_loader", "elf", Vec::new()),
-        entry::dwarf_loader,
-    );
-    assert!(n >= 2, "too few inputs: {n}");
+    replay_elf("dwarf_loader", entry::dwarf_loader);
 }
 
 /// The seeds themselves are good input: each ELF seed encodes (the replay above only

@@ -57,15 +57,23 @@ int use2(int x) { return helper(x + 1, 7) + scaled(x + 2, 4); }
 int alias_fn(int x) __attribute__((alias("use1")));
 "#;
 
+/// `source` compiled by `gcc -O2 -c` into a scratch directory: the object's path
+/// and bytes (None, after a skip, without gcc).
+fn gcc_o2(name: &str, source: &str) -> Option<(std::path::PathBuf, Vec<u8>)> {
+    let dir = scratch(&format!("gcc_{name}"));
+    std::fs::write(dir.join(format!("{name}.c")), source).unwrap();
+    let (c, o) = (format!("{name}.c"), format!("{name}.o"));
+    run_in(&dir, "gcc", &["-O2", "-c", &c, "-o", &o])?;
+    let path = dir.join(o);
+    let data = std::fs::read(&path).unwrap();
+    Some((path, data))
+}
+
 #[test]
 fn gcc_clones_pieces_and_aliases() {
-    let dir = scratch("gcc_clones");
-    std::fs::write(dir.join("clones.c"), CLONES_C).unwrap();
-    if run_in(&dir, "gcc", &["-O2", "-c", "clones.c", "-o", "clones.o"]).is_none() {
+    let Some((path, data)) = gcc_o2("clones", CLONES_C) else {
         return;
-    }
-    let path = dir.join("clones.o");
-    let data = std::fs::read(&path).unwrap();
+    };
     let syms = ElfSymbols::parse(&path, &data).expect("parses");
     let table = &syms.functions;
     let all = func_symbols(&data);
@@ -186,13 +194,9 @@ int kf_a(void) { return 1; }
 
 #[test]
 fn kfunc_sets_from_btf_ids() {
-    let dir = scratch("gcc_kfuncs");
-    std::fs::write(dir.join("k.c"), KFUNC_SETS_C).unwrap();
-    if run_in(&dir, "gcc", &["-O2", "-c", "k.c", "-o", "k.o"]).is_none() {
+    let Some((path, data)) = gcc_o2("kfuncs", KFUNC_SETS_C) else {
         return;
-    }
-    let path = dir.join("k.o");
-    let data = std::fs::read(&path).unwrap();
+    };
     let k = Kfuncs::parse(&path, &data).expect("parses");
     let got: Vec<(&str, u32)> = k.iter().collect();
     assert_eq!(
@@ -206,14 +210,11 @@ fn kfunc_sets_from_btf_ids() {
     assert!(!k.contains("plain") && !k.contains("listed_only"));
 
     // No .BTF_ids: no kfuncs. Not ELF: an error naming the file.
-    std::fs::write(dir.join("none.c"), "int f(void) { return 0; }\n").unwrap();
-    run_in(&dir, "gcc", &["-c", "none.c", "-o", "none.o"]).unwrap();
-    let none = std::fs::read(dir.join("none.o")).unwrap();
-    assert!(Kfuncs::parse(&dir.join("none.o"), &none)
-        .unwrap()
-        .is_empty());
-    let err = Kfuncs::parse(&dir.join("k.c"), b"not an elf").unwrap_err();
-    assert!(err.to_string().contains("k.c"), "{err}");
-    let err = ElfSymbols::parse(&dir.join("k.c"), b"\x7fELF\x02\x01\x01").unwrap_err();
-    assert!(err.to_string().contains("k.c"), "{err}");
+    let (none_path, none) = gcc_o2("none", "int f(void) { return 0; }\n").expect("gcc ran above");
+    assert!(Kfuncs::parse(&none_path, &none).unwrap().is_empty());
+    let dir = path.parent().unwrap();
+    let err = Kfuncs::parse(&dir.join("kfuncs.c"), b"not an elf").unwrap_err();
+    assert!(err.to_string().contains("kfuncs.c"), "{err}");
+    let err = ElfSymbols::parse(&dir.join("kfuncs.c"), b"\x7fELF\x02\x01\x01").unwrap_err();
+    assert!(err.to_string().contains("kfuncs.c"), "{err}");
 }

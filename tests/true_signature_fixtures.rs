@@ -12,7 +12,7 @@
 //! the golden against it; add `DWARF2BTF_BLESS=1` to rewrite the goldens from it.
 
 mod common;
-use common::{need, scratch};
+use common::{golden, need, scratch};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -104,7 +104,6 @@ fn true_signatures_are_pahole_s() {
     let dir = scratch("true_signature_fixtures");
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_dwarf2btf"));
     let pahole = std::env::var_os("DWARF2BTF_PAHOLE").map(PathBuf::from);
-    let bless = std::env::var_os("DWARF2BTF_BLESS").is_some();
     let mut checked = 0;
     for &(name, cc, args, linked) in BUILDS {
         if !need(cc) {
@@ -112,27 +111,16 @@ fn true_signatures_are_pahole_s() {
         }
         let input = build(&dir, name, cc, args, linked);
         for &(fname, flags) in FEATURES {
-            let golden = fixtures().join(format!("{name}.{fname}.btf"));
-            if let Some(p) = &pahole {
-                let theirs = encode(p, flags, &input, &dir.join("pahole.btf"));
-                if bless {
-                    std::fs::write(&golden, &theirs).unwrap();
-                }
-                let want = std::fs::read(&golden).unwrap();
-                assert!(
-                    theirs == want,
-                    "{}: not what pahole writes",
-                    golden.display()
-                );
-            }
-            let want = std::fs::read(&golden).unwrap_or_else(|e| {
-                panic!("{}: {e} (bless it with DWARF2BTF_PAHOLE)", golden.display())
-            });
+            let golden_path = fixtures().join(format!("{name}.{fname}.btf"));
+            let fresh = pahole
+                .as_ref()
+                .map(|p| encode(p, flags, &input, &dir.join("pahole.btf")));
+            let want = golden(&golden_path, fresh);
             let got = encode(&ours, flags, &input, &dir.join("ours.btf"));
             assert!(
                 got == want,
                 "{name} {flags}: not the bytes of {}",
-                golden.display()
+                golden_path.display()
             );
             checked += 1;
         }

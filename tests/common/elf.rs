@@ -112,3 +112,27 @@ pub fn read_section(path: &Path, name: &str) -> Vec<u8> {
     f.read_exact(&mut buf).unwrap();
     buf
 }
+
+/// `objcopy --remove-section=.BTF FROM TO`: the file as the kernel build hands it to
+/// pahole (or what is left of an output once its `.BTF` is taken out again).
+pub fn without_btf(from: &Path, to: &Path) {
+    run_clean(
+        Command::new("objcopy")
+            .arg("--remove-section=.BTF")
+            .arg(from)
+            .arg(to),
+    );
+}
+
+/// Section `name` of `elf` as `objcopy --dump-section` writes it, through a file in
+/// `dir`.
+pub fn dumped_section(elf: &Path, name: &str, dir: &Path) -> Vec<u8> {
+    let out = dir.join(format!("dumped{name}"));
+    run_clean(
+        Command::new("objcopy")
+            .arg(format!("--dump-section={name}={}", out.display()))
+            .arg(elf)
+            .arg(dir.join("scratch")),
+    );
+    std::fs::read(&out).unwrap()
+}

@@ -350,3 +350,19 @@ pub fn run_in(dir: &Path, cmd: &str, args: &[&str]) -> Option<()> {
     );
     Some(())
 }
+
+/// The golden file `path`: what the reference pahole wrote for it. With `fresh`
+/// (that pahole's output now, when `DWARF2BTF_PAHOLE` names one) the golden must be
+/// those bytes, and `DWARF2BTF_BLESS` first writes them there.
+pub fn golden(path: &Path, fresh: Option<Vec<u8>>) -> Vec<u8> {
+    if let Some(fresh) = fresh {
+        if std::env::var_os("DWARF2BTF_BLESS").is_some() {
+            std::fs::write(path, &fresh).unwrap();
+        }
+        let want = std::fs::read(path).unwrap_or_default();
+        assert!(fresh == want, "{}: not what pahole writes", path.display());
+        return want;
+    }
+    std::fs::read(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (bless it with DWARF2BTF_PAHOLE)", path.display()))
+}
