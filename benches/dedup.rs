@@ -17,6 +17,21 @@ const RUNS: usize = 5;
 
 /// CPU time of this thread in seconds (Linux schedstat), which a loaded machine
 /// disturbs far less than wall time; wall time where it is not available.
+/// The least CPU time of `RUNS` calls of `f`, and the last call's result (each
+/// result but the last is dropped outside the timing).
+fn best_cpu<R>(mut f: impl FnMut() -> R) -> (f64, R) {
+    let mut best = f64::INFINITY;
+    let mut last = None;
+    for _ in 0..RUNS {
+        drop(last.take());
+        let t = cpu_now();
+        let r = f();
+        best = best.min(cpu_now() - t);
+        last = Some(r);
+    }
+    (best, last.expect("RUNS > 0"))
+}
+
 fn cpu_now() -> f64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
@@ -105,28 +120,10 @@ fn main() {
 
     // The dedup call: BTF model in, raw BTF out, as libbpf's btf__dedup (whose
     // timing below includes making its input modifiable).
-    let mut best = f64::INFINITY;
-    let mut ours = Vec::new();
-    for _ in 0..RUNS {
-        let t = cpu_now();
-        ours = dedup_bytes(&d, Compat::Libbpf1_1).expect("dedup");
-        best = best.min(cpu_now() - t);
-    }
-    let mut best_up = f64::INFINITY;
-    for _ in 0..RUNS {
-        let t = cpu_now();
-        let r = dedup_bytes(&d, Compat::Upstream).expect("dedup");
-        best_up = best_up.min(cpu_now() - t);
-        drop(r);
-    }
+    let (best, ours) = best_cpu(|| dedup_bytes(&d, Compat::Libbpf1_1).expect("dedup"));
+    let (best_up, _) = best_cpu(|| dedup_bytes(&d, Compat::Upstream).expect("dedup"));
     // With the result read back into our BTF model too.
-    let mut best_model = f64::INFINITY;
-    for _ in 0..RUNS {
-        let t = cpu_now();
-        let r = dedup_with(&d, Compat::Libbpf1_1).expect("dedup");
-        best_model = best_model.min(cpu_now() - t);
-        drop(r);
-    }
+    let (best_model, _) = best_cpu(|| dedup_with(&d, Compat::Libbpf1_1).expect("dedup"));
     drop(d);
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/dedup_libbpf_time.py");

@@ -265,17 +265,23 @@ impl Cu<'_> {
         })
     }
 
+    /// What a pointer or type tag refers to: a named struct not defined yet is
+    /// reached through its FWD, as C declares it.
+    fn pointee(&mut self, inner: &TRef) -> u32 {
+        match inner {
+            TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => {
+                self.fwd(*s)
+            }
+            other => self.tref(other),
+        }
+    }
+
     fn tref(&mut self, t: &TRef) -> u32 {
         match t {
             TRef::Void => 0,
             TRef::Int(i) => self.int(*i),
             TRef::Ptr(inner) => {
-                let target = match &**inner {
-                    TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => {
-                        self.fwd(*s)
-                    }
-                    other => self.tref(other),
-                };
+                let target = self.pointee(inner);
                 self.memo_or(format!("ptr{target}"), |_| Type {
                     name: StrOffset(0),
                     kind: TypeKind::Ptr(TypeId(target)),
@@ -289,12 +295,7 @@ impl Cu<'_> {
                 })
             }
             TRef::TypeTag(inner) => {
-                let target = match &**inner {
-                    TRef::Struct(s) if !self.defined[*s] && self.u.structs[*s].name.is_some() => {
-                        self.fwd(*s)
-                    }
-                    other => self.tref(other),
-                };
+                let target = self.pointee(inner);
                 self.memo_or(format!("tag{target}"), |c| Type {
                     name: c.s("user"),
                     kind: TypeKind::TypeTag {

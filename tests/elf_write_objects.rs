@@ -185,31 +185,28 @@ fn x86_64_object() {
     assert!(Command::new(&prog).status().unwrap().success());
 }
 
+/// An object of ELF class and byte order `tag`, compiled by `cc` with `args`, gets
+/// its sections written as for the host's.
+fn flavour(tag: &str, cc: &str, args: &[&str]) {
+    let dir = TempDir::new(&format!("obj{tag}"));
+    if let Some(obj) = compile(&dir, &format!("t{tag}.o"), cc, args) {
+        check_flavour(&dir, &obj);
+    }
+}
+
 #[test]
 fn i386_object() {
-    let dir = TempDir::new("obj32");
-    let Some(obj) = compile(&dir, "t32.o", "gcc", &["-m32"]) else {
-        return;
-    };
-    check_flavour(&dir, &obj);
+    flavour("32", "gcc", &["-m32"]);
 }
 
 #[test]
 fn big_endian_64_object() {
-    let dir = TempDir::new("objbe64");
-    let Some(obj) = compile(&dir, "tbe64.o", "clang", &["--target=powerpc64-linux-gnu"]) else {
-        return;
-    };
-    check_flavour(&dir, &obj);
+    flavour("be64", "clang", &["--target=powerpc64-linux-gnu"]);
 }
 
 #[test]
 fn big_endian_32_object() {
-    let dir = TempDir::new("objbe32");
-    let Some(obj) = compile(&dir, "tbe32.o", "clang", &["--target=powerpc-linux-gnu"]) else {
-        return;
-    };
-    check_flavour(&dir, &obj);
+    flavour("be32", "clang", &["--target=powerpc-linux-gnu"]);
 }
 
 /// A linked executable (ET_EXEC/ET_DYN with segments) gets a non-loaded `.BTF`.

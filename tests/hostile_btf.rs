@@ -70,6 +70,16 @@ fn refused_by_cli(name: &str, bytes: &[u8], expect: &str) {
 
 /// The largest vlen, with records for one member only: the reader must check the
 /// count against the bytes left before reserving room for 65535 members.
+/// `f` on a thread with a stack of `kib` KiB: deep input must not need a deep stack.
+fn on_small_stack<R: Send + 'static>(kib: usize, f: impl FnOnce() -> R + Send + 'static) -> R {
+    std::thread::Builder::new()
+        .stack_size(kib * 1024)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap_or_else(|_| panic!("overflowed a {kib} KiB stack (or failed)"))
+}
+
 #[test]
 fn max_vlen_with_tiny_section() {
     for (kind, name) in [
@@ -232,24 +242,18 @@ fn deep_chains_use_bounded_stack() {
         });
     });
     let started = std::time::Instant::now();
-    let handle = std::thread::Builder::new()
-        .stack_size(256 * 1024)
-        .spawn(move || {
-            let mut verdicts = Vec::new();
-            for b in [consts, nested, ptr_loop, value_loop] {
-                let bytes = write::to_bytes(&b);
-                let again = read::parse(&bytes, None).unwrap();
-                assert_eq!(again.types().len(), N as usize + 1);
-                let problems = validate::validate(&again);
-                let _ = dump::dump_to_vec(&again);
-                verdicts.push(problems.iter().any(|p| p.to_string().contains("loop")));
-            }
-            verdicts
-        })
-        .unwrap();
-    let verdicts = handle
-        .join()
-        .expect("deep chains overflowed a 256 KiB stack");
+    let verdicts = on_small_stack(256, move || {
+        let mut verdicts = Vec::new();
+        for b in [consts, nested, ptr_loop, value_loop] {
+            let bytes = write::to_bytes(&b);
+            let again = read::parse(&bytes, None).unwrap();
+            assert_eq!(again.types().len(), N as usize + 1);
+            let problems = validate::validate(&again);
+            let _ = dump::dump_to_vec(&again);
+            verdicts.push(problems.iter().any(|p| p.to_string().contains("loop")));
+        }
+        verdicts
+    });
     assert_eq!(
         verdicts,
         [false, false, true, true],
@@ -415,25 +419,21 @@ fn dedup_deep_chains_use_bounded_stack() {
     // libbpf 74 s, ours 47 s), so this one stays short.
     let anon = build(nest, 300, false);
     let started = std::time::Instant::now();
-    let handle = std::thread::Builder::new()
-        .stack_size(512 * 1024)
-        .spawn(move || {
-            let mut counts = Vec::new();
-            for b in [consts, ptrs, nested, anon] {
-                assert!(validate::validate(&b).is_empty());
-                let out = dwarf2btf::dedup::dedup(&b).expect("dedup");
-                let problems = validate::validate(&out);
-                assert!(
-                    problems.is_empty(),
-                    "{:?}",
-                    &problems[..problems.len().min(3)]
-                );
-                counts.push(out.types().len());
-            }
-            counts
-        })
-        .unwrap();
-    let counts = handle.join().expect("dedup overflowed a 512 KiB stack");
+    let counts = on_small_stack(512, move || {
+        let mut counts = Vec::new();
+        for b in [consts, ptrs, nested, anon] {
+            assert!(validate::validate(&b).is_empty());
+            let out = dwarf2btf::dedup::dedup(&b).expect("dedup");
+            let problems = validate::validate(&out);
+            assert!(
+                problems.is_empty(),
+                "{:?}",
+                &problems[..problems.len().min(3)]
+            );
+            counts.push(out.types().len());
+        }
+        counts
+    });
     assert_eq!(
         counts,
         [N as usize + 1, N as usize + 1, N as usize + 1, 301]
