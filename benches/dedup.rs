@@ -56,8 +56,8 @@ fn reference() -> Option<PathBuf> {
 
 /// Every own type twice, the copies' names in a second copy of the strings.
 fn doubled(b: &Btf) -> Btf {
-    let n = b.types().len() as u32;
-    let slen = b.strings().len() as u32;
+    let n = u32::try_from(b.types().len()).unwrap();
+    let slen = u32::try_from(b.strings().len()).unwrap();
     let mut types = b.types().to_vec();
     for t in b.types() {
         let mut t = t.clone();
@@ -95,8 +95,12 @@ fn timed(cmd: &mut Command) -> (f64, f64, u64) {
             .and_then(|s| s.parse::<f64>().ok())
             .expect("GNU time field")
     };
-    let (wall, user, sys, rss) = (num(), num(), num(), num());
-    (wall, user + sys, rss as u64)
+    let (wall, user, sys) = (num(), num(), num());
+    let rss = f
+        .next()
+        .and_then(|s| s.parse::<u64>().ok())
+        .expect("GNU time's %M, whole kilobytes");
+    (wall, user + sys, rss)
 }
 
 fn main() {

@@ -1,24 +1,26 @@
-//! The engine over the corpus vmlinux with the kernel's flags: wall time, CPU time and
-//! peak RSS at -j1, -j2 and -j8, pahole's figures in the same run when a `pahole` is on
-//! PATH (one older than v1.26 gets its era's switches), and a kernel with four copies
-//! of the vmlinux's `.debug_info` at -j2.
+//! The engine over the corpus vmlinux with the kernel's flags, against pahole in the
+//! same run: wall time, CPU time and peak RSS at -j1, -j2 and -j8 (ours) and -j1, -j2
+//! (pahole), the runs of every configuration interleaved and each figure the median
+//! of `BENCH_RUNS` (default 3) runs; then the ratios the engine is held to, each with
+//! its target; the share of the run's CPU that the ordered stage (the serial part)
+//! takes, from `--time` at -j1; a kernel with four copies of the vmlinux's
+//! `.debug_info` at -j2; and the clang ThinLTO kernel.
 //!
 //! `cargo bench --bench engine` (needs GNU time at /usr/bin/time and the corpus:
-//! `$DWARF2BTF_CORPUS` or `../shared/corpus/unpack.sh`). `BENCH_RUNS=N` repeats each
-//! measurement N times (default 3) and keeps the fastest run; `BENCH_NO_4X=1` skips
-//! the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
+//! `$DWARF2BTF_CORPUS` or `../shared/corpus/unpack.sh`). pahole is `$BENCH_PAHOLE`, or
+//! `pahole` on PATH (one older than v1.26 gets its era's switches). `BENCH_NO_4X=1`
+//! skips the four-copy kernel (it needs objcopy and ~2 GB of temporary disk).
 //!
-//! Then the clang ThinLTO kernel (`c2-thinlto`, found or unpacked by
-//! `common::clang_case`), whose 2,416 units pahole reads as one merged unit:
-//! ours at -j1, -j2 and -j8, and pahole's when `BENCH_PAHOLE_LTO` names a pahole
-//! that reads LTO DWARF (the reference pahole 1.31 does; Debian 12's 1.24 does too,
-//! more slowly). `BENCH_NO_LTO=1` skips it.
+//! The ThinLTO kernel (`c2-thinlto`, found or unpacked by `common::clang_case`), whose
+//! 2,416 units pahole reads as one merged unit: ours at -j1, -j2 and -j8, and pahole's
+//! when `BENCH_PAHOLE_LTO` names a pahole that reads LTO DWARF (the reference pahole
+//! 1.31 does). `BENCH_NO_LTO=1` skips it.
 
 // The corpus locator, GNU time and the four-copy kernel, shared with the tests.
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{clang_case, corpus, four_copies, gnu_time, kernel_args, GNU_TIME};
+use common::{clang_case, corpus, four_copies, gnu_time, kernel_args, whole_kb, GNU_TIME};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -26,8 +28,7 @@ use std::process::Command;
 #[derive(Clone, Copy, Debug)]
 struct Figures {
     wall: f64,
-    user: f64,
-    sys: f64,
+    cpu: f64,
     rss_kb: u64,
 }
 
@@ -36,18 +37,29 @@ fn measure(prog: &Path, args: &[String]) -> Figures {
     let v = gnu_time(prog, args, "%e %U %S %M");
     Figures {
         wall: v[0],
-        user: v[1],
-        sys: v[2],
-        rss_kb: v[3] as u64,
+        cpu: v[1] + v[2],
+        rss_kb: whole_kb(v[3]),
     }
 }
 
-/// The fastest of `runs` runs (its RSS is the largest seen, to be safe).
-fn best(prog: &Path, args: &[String], runs: usize) -> Figures {
-    let all: Vec<Figures> = (0..runs).map(|_| measure(prog, args)).collect();
-    let mut f = *all.iter().min_by(|a, b| a.wall.total_cmp(&b.wall)).unwrap();
-    f.rss_kb = all.iter().map(|f| f.rss_kb).max().unwrap();
-    f
+/// The median of `xs` (not empty).
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    let n = xs.len();
+    if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    }
+}
+
+/// The medians of wall and CPU time of `runs`, and their largest RSS (to be safe).
+fn summary(runs: &[Figures]) -> Figures {
+    Figures {
+        wall: median(runs.iter().map(|f| f.wall).collect()),
+        cpu: median(runs.iter().map(|f| f.cpu).collect()),
+        rss_kb: runs.iter().map(|f| f.rss_kb).max().unwrap_or(0),
+    }
 }
 
 fn loadavg() -> String {
@@ -58,12 +70,24 @@ fn loadavg() -> String {
 
 fn row(what: &str, f: Figures) {
     println!(
-        "| {what} | {:.1} MB | {:.2} s | {:.2} s | load {} |",
-        f.rss_kb as f64 / 1024.0,
+        "| {what} | {:.1} MB | {:.2} s | {:.2} s |",
+        kb_to_mb(f.rss_kb),
         f.wall,
-        f.user + f.sys,
-        loadavg()
+        f.cpu,
     );
+}
+
+fn kb_to_mb(kb: u64) -> f64 {
+    // Peak RSS in KB is far below 2^52: the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let mb = kb as f64 / 1024.0;
+    mb
+}
+
+/// A ratio and the bound the engine is held to (`ratio <= target`).
+fn ratio(what: &str, value: f64, target: f64) {
+    let verdict = if value <= target { "met" } else { "NOT met" };
+    println!("| {what} | {value:.3} | ≤ {target} | {verdict} |");
 }
 
 /// `pahole --version` (`v1.24`) as 124.
@@ -72,6 +96,53 @@ fn pahole_version(pahole: &Path) -> Option<u32> {
     let v = String::from_utf8_lossy(&out.stdout);
     let (major, minor) = v.trim().trim_start_matches('v').split_once('.')?;
     Some(major.parse::<u32>().ok()? * 100 + minor.parse::<u32>().ok()?)
+}
+
+/// The pahole to measure: `$BENCH_PAHOLE`, or the first `pahole` on PATH.
+fn find_pahole() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("BENCH_PAHOLE") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("pahole"))
+        .find(|p| p.exists())
+}
+
+/// pahole's arguments for the kernel's flags at `-jJOBS`, in its version's dialect.
+fn pahole_args(version: Option<u32>, jobs: usize, input: &Path, out: &Path) -> Vec<String> {
+    let mut a = kernel_args(jobs, input, out);
+    if version.is_some_and(|v| v < 126) {
+        // Before --btf_features (v1.26): the switches of the kernel's Makefile for
+        // that pahole. It encodes every function (no optimized_func/consistent_func
+        // filtering, no kfunc tags).
+        a[2] = "--btf_encode_force".into();
+        a.insert(3, "--btf_gen_floats".into());
+    }
+    a
+}
+
+/// From `--time`'s report on stderr: the run's CPU and the ordered stage's busy time
+/// (the lines `total … s CPU` and `ordered stage … s busy`).
+fn serial_share(ours: &Path, args: &[String]) -> Option<(f64, f64)> {
+    let out = Command::new(ours).args(args).arg("--time").output().ok()?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let seconds_before = |line: &str, unit: &str| -> Option<f64> {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let at = words.windows(2).position(|w| w[1] == unit)?;
+        words[at].parse().ok()
+    };
+    let mut total_cpu = None;
+    let mut ordered = None;
+    for line in err.lines() {
+        let l = line.trim_start();
+        if l.starts_with("total") {
+            let cpu_at = l.find("wall,")?;
+            total_cpu = seconds_before(&l[cpu_at..], "s");
+        } else if l.starts_with("ordered stage") {
+            ordered = seconds_before(l, "s");
+        }
+    }
+    Some((ordered?, total_cpu?))
 }
 
 fn main() {
@@ -92,59 +163,86 @@ fn main() {
     let runs: usize = std::env::var("BENCH_RUNS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+        .unwrap_or(3)
+        .max(1);
     let ours = PathBuf::from(env!("CARGO_BIN_EXE_dwarf2btf"));
     let dir = std::env::temp_dir().join(format!("dwarf2btf-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let vmlinux = c.join("vmlinux");
     let out = dir.join("out.btf");
-    println!(
-        "corpus vmlinux, kernel flags, {} CPUs, fastest of {runs}",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    );
-    println!("| run | peak RSS | wall | CPU (user+sys) | |");
-    println!("| --- | --- | --- | --- | --- |");
-    let mut rss = Vec::new();
-    for j in [1, 2, 8] {
-        let f = best(&ours, &kernel_args(j, &vmlinux, &out), runs);
-        row(&format!("dwarf2btf -j{j}"), f);
-        rss.push(f.rss_kb);
-    }
-    println!("RSS -j8 / -j1 = {:.2}", rss[2] as f64 / rss[0] as f64);
-    let pahole = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("pahole"))
-            .find(|p| p.exists())
-    });
-    match pahole {
-        Some(p) => {
-            let version = pahole_version(&p);
-            for j in [1, 2] {
-                let mut a = kernel_args(j, &vmlinux, &dir.join("pahole.btf"));
-                if version.is_some_and(|v| v < 126) {
-                    // Before --btf_features (v1.26): the switches of the kernel's
-                    // Makefile for that pahole. It encodes every function (no
-                    // optimized_func/consistent_func filtering, no kfunc tags).
-                    a[2] = "--btf_encode_force".into();
-                    a.insert(3, "--btf_gen_floats".into());
-                }
-                let f = best(&p, &a, runs);
-                let v = version.map_or("?".into(), |v| format!("1.{}", v - 100));
-                row(&format!("pahole {v} -j{j}"), f);
-            }
+    let pahole = find_pahole();
+    let version = pahole.as_deref().and_then(pahole_version);
+    let pv = version.map_or("?".into(), |v| format!("1.{}", v - 100));
+
+    // Every configuration once per round, rounds interleaved, so that the machine's
+    // drift falls on all of them alike.
+    let mut configs: Vec<(String, PathBuf, Vec<String>)> = [1, 2, 8]
+        .iter()
+        .map(|&j| {
+            let args = kernel_args(j, &vmlinux, &out);
+            (format!("dwarf2btf -j{j}"), ours.clone(), args)
+        })
+        .collect();
+    if let Some(p) = &pahole {
+        for j in [1, 2] {
+            let args = pahole_args(version, j, &vmlinux, &dir.join("pahole.btf"));
+            configs.push((format!("pahole {pv} -j{j}"), p.clone(), args));
         }
-        None => println!("(no pahole on PATH: its figures are not measured)"),
     }
-    if std::env::var_os("BENCH_NO_4X").is_none() {
+    let mut figures = vec![Vec::new(); configs.len()];
+    for _ in 0..runs {
+        for (i, (_, prog, args)) in configs.iter().enumerate() {
+            figures[i].push(measure(prog, args));
+        }
+    }
+    let s: Vec<Figures> = figures.iter().map(|f| summary(f)).collect();
+    println!(
+        "corpus vmlinux, kernel flags, {} CPUs, medians of {runs} interleaved runs, load {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        loadavg()
+    );
+    println!("| run | peak RSS | wall | CPU (user+sys) |");
+    println!("| --- | --- | --- | --- |");
+    for ((name, _, _), f) in configs.iter().zip(&s) {
+        row(name, *f);
+    }
+    let v4 = if std::env::var_os("BENCH_NO_4X").is_none() {
         match four_copies(&vmlinux, &dir) {
             Some(v4) => {
                 let f = measure(&ours, &kernel_args(2, &v4, &out));
                 row("dwarf2btf -j2, 4 × .debug_info", f);
-                println!("RSS 4× / 1× (-j2) = {:.2}", f.rss_kb as f64 / rss[1] as f64);
                 let _ = std::fs::remove_file(&v4);
+                Some(f)
             }
-            None => println!("(objcopy failed: the four-copy kernel is not measured)"),
+            None => {
+                println!("(objcopy failed: the four-copy kernel is not measured)");
+                None
+            }
         }
+    } else {
+        None
+    };
+    let kb = |f: &Figures| kb_to_mb(f.rss_kb);
+    println!();
+    println!("| ratio | value | target | |");
+    println!("| --- | --- | --- | --- |");
+    if let [j1, j2, _, p1, p2] = &s[..] {
+        ratio("wall -j1 / pahole -j1", j1.wall / p1.wall, 0.22);
+        ratio("wall -j2 / pahole -j2", j2.wall / p2.wall, 0.25);
+        ratio("peak RSS -j2 / pahole -j2", kb(j2) / kb(p2), 0.1);
+    } else {
+        println!("(no pahole: the ratios against it are not measured)");
+    }
+    let (j1, j2, j8) = (&s[0], &s[1], &s[2]);
+    ratio("wall -j2 / wall -j1", j2.wall / j1.wall, 0.6);
+    ratio("CPU -j2 / CPU -j1", j2.cpu / j1.cpu, 1.1);
+    ratio("peak RSS -j8 / -j1", kb(j8) / kb(j1), 1.1);
+    if let Some(f) = v4 {
+        ratio("peak RSS 4× .debug_info / 1× (-j2)", kb(&f) / kb(j2), 1.15);
+    }
+    match serial_share(&ours, &kernel_args(1, &vmlinux, &out)) {
+        Some((ordered, cpu)) => ratio("ordered stage busy / CPU, -j1", ordered / cpu, 0.3),
+        None => println!("(--time gave no ordered-stage line)"),
     }
     if std::env::var_os("BENCH_NO_LTO").is_none() {
         lto(&ours, &dir, runs);
@@ -160,20 +258,27 @@ fn lto(ours: &Path, dir: &Path, runs: usize) {
     };
     let vmlinux = case.join("vmlinux");
     let out = dir.join("lto.btf");
+    println!();
     println!("c2-thinlto vmlinux (ThinLTO, 2,416 units merged), kernel flags");
+    println!("| run | peak RSS | wall | CPU (user+sys) |");
+    println!("| --- | --- | --- | --- |");
     let mut rss = Vec::new();
     for j in [1, 2, 8] {
-        let f = best(ours, &kernel_args(j, &vmlinux, &out), runs);
+        let all: Vec<Figures> = (0..runs)
+            .map(|_| measure(ours, &kernel_args(j, &vmlinux, &out)))
+            .collect();
+        let f = summary(&all);
         row(&format!("dwarf2btf -j{j}, ThinLTO"), f);
-        rss.push(f.rss_kb);
+        rss.push(kb_to_mb(f.rss_kb));
     }
-    println!("RSS -j8 / -j1 = {:.2}", rss[2] as f64 / rss[0] as f64);
     if let Some(p) = std::env::var_os("BENCH_PAHOLE_LTO") {
-        let f = best(
-            Path::new(&p),
-            &kernel_args(2, &vmlinux, &dir.join("p.btf")),
-            runs,
-        );
-        row("pahole -j2, ThinLTO", f);
+        let all: Vec<Figures> = (0..runs)
+            .map(|_| {
+                let args = kernel_args(2, &vmlinux, &dir.join("p.btf"));
+                measure(Path::new(&p), &args)
+            })
+            .collect();
+        row("pahole -j2, ThinLTO", summary(&all));
     }
+    println!("RSS -j8 / -j1 = {:.2}", rss[2] / rss[0]);
 }

@@ -73,19 +73,19 @@ fn interesting(rng: &mut Rng, data: &[u8]) -> u32 {
         1 => 1,
         2 => u32::MAX,
         3 => 0x7fff_ffff,
-        4 => data.len() as u32,
-        5 => rng.below(64) as u32,
-        6 => (rng.below(32) as u32) << 24 | rng.below(4) as u32, // an info word
-        7 => 1 << 31 | (rng.below(20) as u32) << 24 | 0xffff,
-        8 => rng.below(200_000) as u32, // a type id near vmlinux's range
-        _ => rng.next() as u32,
+        4 => u32::try_from(data.len()).unwrap(),
+        5 => rng.below_u32(64),
+        6 => rng.below_u32(32) << 24 | rng.below_u32(4), // an info word
+        7 => 1 << 31 | rng.below_u32(20) << 24 | 0xffff,
+        8 => rng.below_u32(200_000), // a type id near vmlinux's range
+        _ => rng.word(),
     }
 }
 
 /// Applies one random mutation; returns a short description for failure reports.
 fn mutate(rng: &mut Rng, d: &mut Vec<u8>) -> String {
     if d.is_empty() {
-        d.push(rng.next() as u8);
+        d.push(rng.byte());
         return "grow".into();
     }
     match rng.below(6) {
@@ -97,7 +97,7 @@ fn mutate(rng: &mut Rng, d: &mut Vec<u8>) -> String {
         }
         1 => {
             let i = rng.below(d.len());
-            d[i] = rng.next() as u8;
+            d[i] = rng.byte();
             format!("byte {i} = {:#x}", d[i])
         }
         2 => {

@@ -27,7 +27,7 @@ fn batch(src: &Btf, range: std::ops::Range<u32>, fwds_for_earlier: bool) -> Btf 
     let mut order: Vec<u32> = range.clone().collect();
     let mut local: HashMap<u32, u32> = HashMap::new();
     for (i, &id) in order.iter().enumerate() {
-        local.insert(id, base_n + 1 + i as u32);
+        local.insert(id, base_n + 1 + u32::try_from(i).unwrap());
     }
     let mut i = 0;
     while i < order.len() {
@@ -37,7 +37,7 @@ fn batch(src: &Btf, range: std::ops::Range<u32>, fwds_for_earlier: bool) -> Btf 
         for r in refs {
             if r > base_n && !local.contains_key(&r) && !cut(t, r) {
                 order.push(r);
-                local.insert(r, base_n + order.len() as u32);
+                local.insert(r, base_n + u32::try_from(order.len()).unwrap());
             }
         }
         i += 1;
@@ -64,7 +64,7 @@ fn batch(src: &Btf, range: std::ops::Range<u32>, fwds_for_earlier: bool) -> Btf 
                         name: target.name,
                         kind: TypeKind::Fwd { union },
                     });
-                    base_n + types.len() as u32
+                    base_n + u32::try_from(types.len()).unwrap()
                 })
             });
         }
@@ -92,8 +92,8 @@ fn concat(batches: &[Btf]) -> Btf {
     let mut strings = Vec::new();
     let mut types = Vec::new();
     for b in batches {
-        let id_shift = types.len() as u32;
-        let str_shift = strings.len() as u32;
+        let id_shift = u32::try_from(types.len()).unwrap();
+        let str_shift = u32::try_from(strings.len()).unwrap();
         for t in b.types() {
             let mut t = t.clone();
             t.kind.for_each_ref_mut(|r| {

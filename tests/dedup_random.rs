@@ -29,7 +29,8 @@ impl Rng {
         z ^ (z >> 31)
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        let n = u64::try_from(n).expect("usize fits u64");
+        usize::try_from(self.next() % n).expect("below n, a usize")
     }
     fn chance(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
@@ -143,7 +144,7 @@ fn gen_universe(r: &mut Rng) -> Universe {
             6 if below_struct > 0 => TRef::Struct(r.below(below_struct)),
             7 => TRef::Array(
                 Box::new(TRef::Int(r.below(u.ints.len()))),
-                1 + r.below(4) as u32,
+                1 + u32::try_from(r.below(4)).unwrap(),
             ),
             8 if !u.enums.is_empty() => TRef::Enum(r.below(u.enums.len())),
             9 if n_td > 0 => TRef::Typedef(r.below(n_td)),
@@ -230,7 +231,7 @@ impl Cu<'_> {
         if let Some(&o) = self.str_memo.get(name) {
             return StrOffset(o);
         }
-        let o = self.str_base + self.strings.len() as u32;
+        let o = self.str_base + u32::try_from(self.strings.len()).unwrap();
         self.strings.extend_from_slice(name.as_bytes());
         self.strings.push(0);
         self.str_memo.insert(name.to_string(), o);
@@ -239,7 +240,7 @@ impl Cu<'_> {
 
     fn push(&mut self, t: Type) -> u32 {
         self.types.push(t);
-        self.id_base + self.types.len() as u32
+        self.id_base + u32::try_from(self.types.len()).unwrap()
     }
 
     fn memo_or(&mut self, key: String, f: impl FnOnce(&mut Self) -> Type) -> u32 {
@@ -260,7 +261,7 @@ impl Cu<'_> {
                 size,
                 encoding: enc,
                 offset: 0,
-                bits: (size * 8) as u8,
+                bits: u8::try_from(size * 8).unwrap(),
             },
         })
     }
@@ -380,7 +381,7 @@ impl Cu<'_> {
                         .iter()
                         .map(|(n, v)| EnumValue {
                             name: c.s(n),
-                            value: *v as u32,
+                            value: u32::try_from(*v).unwrap(),
                         })
                         .collect(),
                 }
@@ -450,7 +451,7 @@ impl Cu<'_> {
             size: if union {
                 8
             } else {
-                8 * members.len() as u32 + 8 * self.variant[s] as u32
+                8 * u32::try_from(members.len()).unwrap() + 8 * self.variant[s] as u32
             },
             kflag: false,
             members: ms,

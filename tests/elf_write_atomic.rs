@@ -120,8 +120,8 @@ fn no_panic_on_damaged_objects() {
     for _ in 0..20_000 {
         let mut bad = full.clone();
         for _ in 0..1 + next() % 4 {
-            let at = (next() % bad.len() as u64) as usize;
-            bad[at] = next() as u8;
+            let at = usize::try_from(next() % u64::try_from(bad.len()).unwrap()).unwrap();
+            bad[at] = next().to_le_bytes()[0];
         }
         match set_sections(&bad, &[(".BTF", b"abc"), (".text", b"")]) {
             Ok(_) => ok += 1,

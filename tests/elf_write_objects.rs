@@ -40,7 +40,7 @@ fn compile(dir: &TempDir, name: &str, cc: &str, args: &[&str]) -> Option<PathBuf
 
 fn payload(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
-        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .map(|i| i.to_le_bytes()[0].wrapping_mul(31).wrapping_add(seed))
         .collect()
 }
 

@@ -168,8 +168,8 @@ fn damaged_dwarf_never_panics() {
         let mut b = bytes.clone();
         let (start, len) = ranges[round % ranges.len()];
         for _ in 0..1 + next() % 4 {
-            let at = (start + next() % len) as usize;
-            b[at] = next() as u8;
+            let at = usize::try_from(start + next() % len).unwrap();
+            b[at] = next().to_le_bytes()[0];
         }
         std::fs::write(&damaged, &b).unwrap();
         let r = dwarf2btf::pipeline::encode_file(&dwarf2btf::pipeline::Options {

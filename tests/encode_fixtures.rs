@@ -189,7 +189,7 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
 /// Every named type (and every decl tag) of `btf`, one line each, sorted.
 fn render(btf: &Btf) -> String {
     let mut lines = BTreeSet::new();
-    for i in 0..btf.types().len() as u32 {
+    for i in 0..u32::try_from(btf.types().len()).unwrap() {
         let id = TypeId(btf.first_id().0 + i);
         let t = btf.get(id).unwrap();
         if !btf.str_at(t.name).is_empty() {

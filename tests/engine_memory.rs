@@ -28,7 +28,7 @@ fn temp_dir(name: &str) -> TempDir {
 fn peak_kb(jobs: usize, input: &Path, dir: &Path) -> (u64, Vec<u8>) {
     let out = dir.join(format!("out-j{jobs}.btf"));
     let bin = Path::new(env!("CARGO_BIN_EXE_dwarf2btf"));
-    let kb = gnu_time(bin, &kernel_args(jobs, input, &out), "%M")[0] as u64;
+    let kb = whole_kb(gnu_time(bin, &kernel_args(jobs, input, &out), "%M")[0]);
     (kb, std::fs::read(&out).unwrap())
 }
 

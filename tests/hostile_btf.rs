@@ -16,11 +16,17 @@ const VM_LIMIT_KIB: u64 = 512 * 1024;
 
 /// Little-endian raw BTF from type-section words and a string section.
 fn raw_btf(types: &[u32], strings: &[u8]) -> Vec<u8> {
-    let type_len = (types.len() * 4) as u32;
+    let type_len = u32::try_from(types.len() * 4).unwrap();
     let mut v = Vec::new();
     v.extend_from_slice(&0xeb9fu16.to_le_bytes());
     v.extend_from_slice(&[1, 0]);
-    for w in [24, 0, type_len, type_len, strings.len() as u32] {
+    for w in [
+        24,
+        0,
+        type_len,
+        type_len,
+        u32::try_from(strings.len()).unwrap(),
+    ] {
         v.extend_from_slice(&w.to_le_bytes());
     }
     for w in types {
@@ -330,7 +336,7 @@ fn elf_with_compressed_btf(btf: &[u8], claim: u64) -> Vec<u8> {
     }
     e.extend_from_slice(&sec);
     e.extend_from_slice(shstr);
-    e.resize(shoff as usize, 0);
+    e.resize(usize::try_from(shoff).unwrap(), 0);
     let shdr = |e: &mut Vec<u8>, name: u32, ty: u32, flags: u64, off: u64, size: u64| {
         e.extend_from_slice(&name.to_le_bytes());
         e.extend_from_slice(&ty.to_le_bytes());
@@ -355,8 +361,8 @@ fn zlib_stored(data: &[u8]) -> Vec<u8> {
     let chunks: Vec<&[u8]> = data.chunks(65535).collect();
     for (i, c) in chunks.iter().enumerate() {
         z.push((i + 1 == chunks.len()) as u8);
-        z.extend_from_slice(&(c.len() as u16).to_le_bytes());
-        z.extend_from_slice(&(!(c.len() as u16)).to_le_bytes());
+        z.extend_from_slice(&(u16::try_from(c.len()).unwrap()).to_le_bytes());
+        z.extend_from_slice(&(!(u16::try_from(c.len()).unwrap())).to_le_bytes());
         z.extend_from_slice(c);
     }
     let (mut a, mut b) = (1u32, 0u32);

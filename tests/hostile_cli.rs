@@ -165,14 +165,14 @@ fn damaged_inputs(dir: &Path) -> Vec<(&'static str, PathBuf, &'static [&'static 
         &["elf", "truncated"],
     );
     let mut garbage = b"\x7fELF".to_vec();
-    garbage.extend((0..4000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+    garbage.extend((0..4000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13).to_le_bytes()[0]));
     add("garbage.o", Some(garbage), &["elf"]);
     add("magic_only.o", Some(b"\x7fELF".to_vec()), &["elf"]);
     // Section headers overwritten with a pattern (the ELF header left intact).
     let mut scribbled = seed.clone();
-    let shoff = u64::from_le_bytes(seed[0x28..0x30].try_into().unwrap()) as usize;
+    let shoff = usize::try_from(u64::from_le_bytes(seed[0x28..0x30].try_into().unwrap())).unwrap();
     for (i, b) in scribbled[shoff..].iter_mut().enumerate() {
-        *b = (i as u8).wrapping_mul(37).wrapping_add(11);
+        *b = i.to_le_bytes()[0].wrapping_mul(37).wrapping_add(11);
     }
     add("scribbled_shdrs.o", Some(scribbled), &["elf", "section"]);
     // Section header table pointing past the end of the file.

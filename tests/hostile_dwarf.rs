@@ -207,7 +207,7 @@ fn patched(elf: &Path, name: &str, at: AttrAt, value: u32) -> PathBuf {
         matches!(at.form, gimli::DW_FORM_ref4 | gimli::DW_FORM_strp),
         "{at:?}: only 4-byte forms are patched"
     );
-    let o = at.file_off as usize;
+    let o = usize::try_from(at.file_off).unwrap();
     bytes[o..o + 4].copy_from_slice(&value.to_le_bytes());
     let p = elf.with_file_name(name);
     std::fs::write(&p, bytes).unwrap();
@@ -230,7 +230,7 @@ fn patched_cases(dir: &Path) -> Option<Vec<(&'static str, PathBuf)>> {
         "the unpatched program"
     );
     let attrs = attributes(&std::fs::read(&elf).unwrap());
-    let rel = |a: &AttrAt, die: u64| (die - a.unit) as u32;
+    let rel = |a: &AttrAt, die: u64| u32::try_from(die - a.unit).unwrap();
     let typedef = find(&attrs, gimli::DW_TAG_typedef, gimli::DW_AT_type);
     let ptr = find(&attrs, gimli::DW_TAG_pointer_type, gimli::DW_AT_type);
     let member = find(&attrs, gimli::DW_TAG_member, gimli::DW_AT_type);
@@ -318,9 +318,9 @@ fn truncated_debug_info() {
         .unwrap()
         .file_range()
         .unwrap();
-    let (off, len) = (off as usize, len as usize);
+    let (off, len) = (usize::try_from(off).unwrap(), u32::try_from(len).unwrap());
     let mut long_unit = bytes.clone();
-    long_unit[off..off + 4].copy_from_slice(&(len as u32 * 4).to_le_bytes());
+    long_unit[off..off + 4].copy_from_slice(&(len * 4).to_le_bytes());
     let p = dir.join("long_unit");
     std::fs::write(&p, long_unit).unwrap();
     assert!(
@@ -330,7 +330,7 @@ fn truncated_debug_info() {
     // The section header's size cut to half: units end mid-DIE.
     let shdr = section_header_offset(&bytes, ".debug_info");
     let mut half = bytes.clone();
-    half[shdr + 32..shdr + 40].copy_from_slice(&(len as u64 / 2).to_le_bytes());
+    half[shdr + 32..shdr + 40].copy_from_slice(&(u64::from(len) / 2).to_le_bytes());
     let p = dir.join("half_section");
     std::fs::write(&p, half).unwrap();
     let _ = encode(&p);
@@ -340,7 +340,7 @@ fn truncated_debug_info() {
 fn section_header_offset(elf: &[u8], name: &str) -> usize {
     let obj = object::File::parse(elf).unwrap();
     let idx = obj.section_by_name(name).unwrap().index().0;
-    let shoff = u64::from_le_bytes(elf[0x28..0x30].try_into().unwrap()) as usize;
+    let shoff = usize::try_from(u64::from_le_bytes(elf[0x28..0x30].try_into().unwrap())).unwrap();
     shoff + idx * 64
 }
 

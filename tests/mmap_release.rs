@@ -30,7 +30,7 @@ fn rss_file() -> u64 {
 fn released_pages_leave_rss_and_read_back_the_same() {
     let size = 32 * MB + 1234;
     let tmp = TempFile(std::env::temp_dir().join(format!("dwarf2btf-mmap-{}", std::process::id())));
-    let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+    let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251).to_le_bytes()[0]).collect();
     std::fs::File::create(&tmp.0)
         .unwrap()
         .write_all(&data)

@@ -61,7 +61,7 @@ fn ref_facts(btf: &Btf) -> RefFacts {
     let mut func_tags: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut datasecs = BTreeMap::new();
     for (i, t) in btf.types().iter().enumerate() {
-        let id = TypeId(first + i as u32);
+        let id = TypeId(first + u32::try_from(i).unwrap());
         match &t.kind {
             TypeKind::Func { .. } => {
                 funcs.insert(btf.str_at(t.name).into_owned(), id);

@@ -100,8 +100,27 @@ impl Rng {
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
+    /// 32 random bits.
+    pub fn word(&mut self) -> u32 {
+        self.next().to_le_bytes()[..4]
+            .iter()
+            .rev()
+            .fold(0, |w, &b| w << 8 | u32::from(b))
+    }
+
+    /// 8 random bits.
+    pub fn byte(&mut self) -> u8 {
+        self.next().to_le_bytes()[0]
+    }
+
+    /// A number in `0..n` (n > 0) as a u32.
+    pub fn below_u32(&mut self, n: u32) -> u32 {
+        u32::try_from(self.next() % u64::from(n)).expect("below n, a u32")
+    }
+
     /// A number in `0..n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        let n = u64::try_from(n).expect("usize fits u64");
+        usize::try_from(self.next() % n).expect("below n, a usize")
     }
 }

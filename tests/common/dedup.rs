@@ -58,9 +58,9 @@ pub fn vmlinux_base(corpus: &Path, dir: &Path) -> (Arc<Btf>, PathBuf) {
 /// of the own string section (references into the base stay).
 pub fn doubled(btf: &Btf) -> Btf {
     let first = btf.first_id().0;
-    let n = btf.types().len() as u32;
+    let n = u32::try_from(btf.types().len()).unwrap();
     let str_first = btf.base_str_len();
-    let str_len = btf.strings().len() as u32;
+    let str_len = u32::try_from(btf.strings().len()).unwrap();
     let mut types = btf.types().to_vec();
     for t in btf.types() {
         let mut t = t.clone();

@@ -9,6 +9,12 @@ use std::process::Command;
 /// GNU time, which reports a run's peak RSS.
 pub const GNU_TIME: &str = "/usr/bin/time";
 
+/// GNU time's `%M` (peak RSS in whole kilobytes) read as a number.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // %M prints a whole, non-negative count of KB
+pub fn whole_kb(x: f64) -> u64 {
+    x as u64
+}
+
 /// Encodes `input` (split over `base`, if given) with `-J -j2` and `flags` into a new
 /// temporary file, asserting success; returns that file.
 pub fn encode_detached(flags: &[&str], input: &Path, base: Option<&Path>) -> PathBuf {
