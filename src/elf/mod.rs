@@ -1,5 +1,7 @@
-//! The input ELF file: mapped once with `memmap2`, its debug sections located, and
-//! made ready for DWARF parsing.
+//! The input ELF file: mapped once (through [`crate::mmap::map_file`]) and parsed
+//! once ([`ElfFile`]); that one parse serves the DWARF sections located here, the
+//! relocations of a module's DWARF ([`reloc`]), the symbol tables
+//! ([`crate::symbols`]) and the kfunc sets ([`crate::kfuncs`]).
 //!
 //! Sections of a linked image (vmlinux) are used in place, straight from the mapping.
 //! Two cases need an owned copy: compressed sections (`SHF_COMPRESSED`, zlib or zstd)
@@ -7,12 +9,23 @@
 //! get their `.rela.debug_*` relocations applied, because until then every string or
 //! section offset in them reads as zero.
 
+mod error;
+mod file;
+mod reloc;
+
+pub use error::{ElfError, RelocProblem};
+pub(crate) use file::with_elf;
+pub use file::ElfFile;
+pub(crate) use reloc::read_uint;
+
+use crate::kfuncs::Kfuncs;
+use crate::symbols::ElfSymbols;
 use crate::Error;
-use object::{
-    Object, ObjectSection, ObjectSymbol, RelocationFlags, RelocationKind, RelocationTarget,
-};
+use object::read::elf::FileHeader;
+use object::{Endianness, Object, ObjectSection};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The DWARF sections we read; each is located once when the file is opened.
 pub const DEBUG_SECTIONS: &[&str] = &[
@@ -38,16 +51,25 @@ enum SectionData {
     Owned(Vec<u8>),
 }
 
+self_cell::self_cell!(
+    /// The mapping and its one parse, which borrows it.
+    struct Mapped {
+        owner: memmap2::Mmap,
+        #[covariant]
+        dependent: ElfFile,
+    }
+);
+
 /// An opened input ELF file.
 pub struct ElfInput {
     path: PathBuf,
-    map: memmap2::Mmap,
+    elf: Mapped,
     sections: HashMap<&'static str, SectionData>,
     little_endian: bool,
     relocatable: bool,
     /// The symbol table and section headers, when they had to be read to open the
     /// file (a relocatable object's section layout); the encoder reuses them.
-    symbols: Option<std::sync::Arc<crate::symbols::ElfSymbols>>,
+    symbols: Option<Arc<ElfSymbols>>,
 }
 
 impl ElfInput {
@@ -56,20 +78,16 @@ impl ElfInput {
     pub fn open(path: &Path) -> Result<ElfInput, Error> {
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
-        let data: &[u8] = &map;
-        if data.len() < 4 || data[..4] != *b"\x7fELF" {
-            return Err(Error::file(path, "not an ELF file"));
-        }
-        let obj = object::File::parse(data)
-            .map_err(|e| Error::file(path, format!("cannot parse ELF: {e}")))?;
-        let relocatable = obj.kind() == object::ObjectKind::Relocatable;
-        let little_endian = obj.is_little_endian();
+        let elf = Mapped::try_new(map, |map| ElfFile::parse(map)).map_err(|e| e.in_file(path))?;
+        let parsed = elf.borrow_dependent();
+        let relocatable = parsed.is_relocatable();
+        let little_endian = parsed.is_little_endian();
         // pahole reads modules through libdwfl, which relocates their DWARF with
         // the section addresses it lays out itself: use the same addresses.
         let symbols = if relocatable {
-            Some(std::sync::Arc::new(crate::symbols::ElfSymbols::parse(
-                path, data,
-            )?))
+            Some(Arc::new(
+                ElfSymbols::from_elf(parsed).map_err(|e| e.in_file(path))?,
+            ))
         } else {
             None
         };
@@ -77,29 +95,18 @@ impl ElfInput {
             .iter()
             .flat_map(|syms| syms.sections.iter().map(|s| s.addr))
             .collect();
-        let mut sections = HashMap::new();
-        for &name in DEBUG_SECTIONS {
-            let Some(sec) = obj.section_by_name(name) else {
-                continue;
-            };
-            let sd = load_section(&obj, &sec, data, relocatable, little_endian, &layout)
-                .map_err(|msg| Error::file(path, format!("section {name}: {msg}")))?;
-            sections.insert(name, sd);
-        }
-        drop(obj);
+        let sections =
+            with_elf!(parsed, f => debug_sections(f, &layout)).map_err(|e| e.in_file(path))?;
         let input = ElfInput {
             path: path.to_path_buf(),
-            map,
+            elf,
             sections,
             little_endian,
             relocatable,
             symbols,
         };
         if input.section(".debug_info").is_empty() {
-            return Err(Error::file(
-                path,
-                "no DWARF debug information (.debug_info is missing or empty)",
-            ));
+            return Err(ElfError::NoDebugInfo.in_file(path));
         }
         Ok(input)
     }
@@ -122,7 +129,7 @@ impl ElfInput {
     /// The (uncompressed, relocated) bytes of a debug section; empty if absent.
     pub fn section(&self, name: &str) -> &[u8] {
         match self.sections.get(name) {
-            Some(SectionData::Mapped { start, len }) => &self.map[*start..*start + *len],
+            Some(SectionData::Mapped { start, len }) => &self.bytes()[*start..*start + *len],
             Some(SectionData::Owned(v)) => v,
             None => &[],
         }
@@ -130,61 +137,124 @@ impl ElfInput {
 
     /// The symbol table and section headers if opening the file read them (a
     /// relocatable object), so they are not parsed twice.
-    pub fn parsed_symbols(&self) -> Option<std::sync::Arc<crate::symbols::ElfSymbols>> {
+    pub fn parsed_symbols(&self) -> Option<Arc<ElfSymbols>> {
         self.symbols.clone()
+    }
+
+    /// The tables the function and variable encoders need, from the one parse: the
+    /// symbols (those opening the file read, else read now) and, if `kfuncs`, the
+    /// kfunc sets (else none). Both are owned, so the pages of `.symtab` and
+    /// `.strtab` are given back afterwards.
+    pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), Error> {
+        let elf = self.elf();
+        let syms = match self.parsed_symbols() {
+            Some(syms) => syms,
+            None => Arc::new(ElfSymbols::from_elf(elf).map_err(|e| e.in_file(&self.path))?),
+        };
+        let kfuncs = if kfuncs {
+            Kfuncs::from_elf(elf).map_err(|e| e.in_file(&self.path))?
+        } else {
+            Kfuncs::default()
+        };
+        for s in &syms.sections {
+            if s.sh_type == object::elf::SHT_SYMTAB || &*s.name == ".strtab" {
+                let start = usize::try_from(s.file_offset).unwrap_or(usize::MAX);
+                let end = start.saturating_add(usize::try_from(s.size).unwrap_or(usize::MAX));
+                if end <= self.bytes().len() {
+                    // Best effort: a page not given back costs memory, not correctness.
+                    let _ = crate::mmap::release_range(self.map(), start..end);
+                }
+            }
+        }
+        Ok((syms, kfuncs))
+    }
+
+    /// The one parse of the file.
+    pub fn elf(&self) -> &ElfFile<'_> {
+        self.elf.borrow_dependent()
     }
 
     /// The whole mapped file.
     pub fn bytes(&self) -> &[u8] {
-        &self.map
+        self.elf.borrow_owner()
     }
 
     /// The mapping itself, to release pages of consumed sections
     /// ([`crate::mmap::ReleaseFront`]).
     pub fn map(&self) -> &memmap2::Mmap {
-        &self.map
+        self.elf.borrow_owner()
     }
+}
+
+/// Locates (and for a module relocates) the [`DEBUG_SECTIONS`] of `f`, with the
+/// section addresses `layout` (libdwfl's, for a relocatable object).
+fn debug_sections<'a, Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'a, Elf>,
+    layout: &[u64],
+) -> Result<HashMap<&'static str, SectionData>, ElfError> {
+    let mut sections = HashMap::new();
+    for &name in DEBUG_SECTIONS {
+        let Some(sec) = f.section_by_name(name) else {
+            continue;
+        };
+        sections.insert(name, load_section(f, &sec, name, layout)?);
+    }
+    Ok(sections)
 }
 
 /// Loads one section: in place when possible, otherwise an owned, inflated and
 /// relocated copy.
-fn load_section(
-    obj: &object::File<'_>,
-    sec: &object::Section<'_, '_>,
-    file: &[u8],
-    relocatable: bool,
-    little_endian: bool,
+fn load_section<'a, Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'a, Elf>,
+    sec: &object::read::elf::ElfSection<'a, '_, Elf>,
+    name: &str,
     layout: &[u64],
-) -> Result<SectionData, String> {
-    let range = sec.compressed_file_range().map_err(|e| e.to_string())?;
+) -> Result<SectionData, ElfError> {
+    let data_err = |err| ElfError::SectionData {
+        section: name.to_string(),
+        err,
+    };
+    let range = sec.compressed_file_range().map_err(data_err)?;
     let compressed = range.format != object::CompressionFormat::None;
     if compressed
         && !plausible_inflation(range.format, range.compressed_size, range.uncompressed_size)
     {
         // The claimed size would size the buffer the section is inflated into.
-        return Err(format!(
-            "compression header claims {} bytes from {} compressed bytes",
-            range.uncompressed_size, range.compressed_size
-        ));
+        return Err(ElfError::ImplausibleCompression {
+            section: name.to_string(),
+            claimed: range.uncompressed_size,
+            compressed: range.compressed_size,
+        });
     }
+    let relocatable = f.kind() == object::ObjectKind::Relocatable;
     let has_relocs = relocatable && sec.relocations().next().is_some();
     if !compressed && !has_relocs {
         let Some((off, size)) = sec.file_range() else {
             // SHT_NOBITS: no bytes in the file.
             return Ok(SectionData::Owned(Vec::new()));
         };
-        let (start, len) = (off as usize, size as usize);
-        if start.checked_add(len).is_none_or(|end| end > file.len()) {
-            return Err("extends past the end of the file (truncated?)".into());
+        let out_of_bounds = || ElfError::SectionOutOfBounds {
+            section: name.to_string(),
+        };
+        let start = usize::try_from(off).map_err(|_| out_of_bounds())?;
+        let len = usize::try_from(size).map_err(|_| out_of_bounds())?;
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > f.data().len())
+        {
+            return Err(out_of_bounds());
         }
         return Ok(SectionData::Mapped { start, len });
     }
-    let mut bytes = sec
-        .uncompressed_data()
-        .map_err(|e| e.to_string())?
-        .into_owned();
+    let mut bytes = sec.uncompressed_data().map_err(data_err)?.into_owned();
     if has_relocs {
-        apply_relocations(obj, sec, &mut bytes, little_endian, layout)?;
+        reloc::apply_relocations(f, sec, &mut bytes, layout).map_err(|(offset, problem)| {
+            ElfError::Relocation {
+                section: name.to_string(),
+                offset,
+                problem,
+            }
+        })?;
     }
     Ok(SectionData::Owned(bytes))
 }
@@ -198,227 +268,4 @@ fn plausible_inflation(format: object::CompressionFormat, compressed: u64, claim
         _ => 1 << 16,
     };
     claimed <= compressed.saturating_mul(ratio).saturating_add(4096)
-}
-
-/// Applies the absolute relocations of a debug section of a relocatable object
-/// (`S + A`, 32 or 64 bits): string offsets, section offsets and addresses. A
-/// symbol's value is its offset plus its section's address in `layout` (libdwfl's
-/// layout; 0 for sections it does not place).
-fn apply_relocations(
-    obj: &object::File<'_>,
-    sec: &object::Section<'_, '_>,
-    bytes: &mut [u8],
-    little_endian: bool,
-    layout: &[u64],
-) -> Result<(), String> {
-    let riscv = matches!(
-        obj.architecture(),
-        object::Architecture::Riscv32 | object::Architecture::Riscv64
-    );
-    for (offset, reloc) in sec.relocations() {
-        let paired = match reloc.flags() {
-            RelocationFlags::Elf { r_type } if riscv => RiscvOp::of(r_type),
-            _ => None,
-        };
-        if reloc.kind() != RelocationKind::Absolute && paired.is_none() {
-            if matches!(reloc.flags(), RelocationFlags::Elf { r_type: 0 }) {
-                continue; // R_*_NONE
-            }
-            return Err(format!(
-                "unsupported relocation {:?} at {offset:#x}",
-                reloc.flags()
-            ));
-        }
-        let sym_value = match reloc.target() {
-            RelocationTarget::Symbol(idx) => {
-                let sym = obj
-                    .symbol_by_index(idx)
-                    .map_err(|e| format!("relocation at {offset:#x}: {e}"))?;
-                let base = sym
-                    .section_index()
-                    .and_then(|i| layout.get(i.0))
-                    .copied()
-                    .unwrap_or(0);
-                sym.address().wrapping_add(base)
-            }
-            RelocationTarget::Absolute => 0,
-            _ => {
-                return Err(format!(
-                    "relocation at {offset:#x} has an unsupported target"
-                ))
-            }
-        };
-        let at = offset as usize;
-        if let Some(op) = paired {
-            let value = sym_value.wrapping_add(reloc.addend() as u64);
-            op.apply(bytes, at, value, little_endian)
-                .ok_or_else(|| format!("relocation at {offset:#x} is out of range"))?;
-            continue;
-        }
-        let size = reloc.size() as usize / 8;
-        let slot = bytes
-            .get_mut(at..at.saturating_add(size))
-            .filter(|s| s.len() == size && (size == 4 || size == 8))
-            .ok_or_else(|| format!("relocation at {offset:#x} is out of range"))?;
-        let implicit = if reloc.has_implicit_addend() {
-            read_uint(slot, little_endian)
-        } else {
-            0
-        };
-        let value = sym_value
-            .wrapping_add(reloc.addend() as u64)
-            .wrapping_add(implicit);
-        write_uint(slot, value, little_endian);
-    }
-    Ok(())
-}
-
-/// RISC-V's relocations of label differences in debug sections (the linker may
-/// relax the code between two labels, so the assembler leaves `end - start` to
-/// it): add, subtract or set the value `S + A` in a field of 1, 2, 4 or 8 bytes,
-/// of 6 bits, or a ULEB128 whose length stays.
-#[derive(Clone, Copy, Debug)]
-enum RiscvOp {
-    Add(usize),
-    Sub(usize),
-    Set(usize),
-    Sub6,
-    Set6,
-    SetUleb,
-    SubUleb,
-}
-
-impl RiscvOp {
-    fn of(r_type: u32) -> Option<RiscvOp> {
-        use object::elf::*;
-        Some(match r_type {
-            R_RISCV_ADD8 => RiscvOp::Add(1),
-            R_RISCV_ADD16 => RiscvOp::Add(2),
-            R_RISCV_ADD32 => RiscvOp::Add(4),
-            R_RISCV_ADD64 => RiscvOp::Add(8),
-            R_RISCV_SUB8 => RiscvOp::Sub(1),
-            R_RISCV_SUB16 => RiscvOp::Sub(2),
-            R_RISCV_SUB32 => RiscvOp::Sub(4),
-            R_RISCV_SUB64 => RiscvOp::Sub(8),
-            R_RISCV_SET8 => RiscvOp::Set(1),
-            R_RISCV_SET16 => RiscvOp::Set(2),
-            R_RISCV_SET32 => RiscvOp::Set(4),
-            R_RISCV_SUB6 => RiscvOp::Sub6,
-            R_RISCV_SET6 => RiscvOp::Set6,
-            R_RISCV_SET_ULEB128 => RiscvOp::SetUleb,
-            R_RISCV_SUB_ULEB128 => RiscvOp::SubUleb,
-            _ => return None,
-        })
-    }
-
-    /// Applies `value` at `bytes[at..]`; None if the field is out of range.
-    fn apply(self, bytes: &mut [u8], at: usize, value: u64, le: bool) -> Option<()> {
-        let field = |n: usize, bytes: &mut [u8]| -> Option<std::ops::Range<usize>> {
-            let r = at..at.checked_add(n)?;
-            bytes.get(r.clone()).map(|_| r)
-        };
-        match self {
-            RiscvOp::Add(n) | RiscvOp::Sub(n) | RiscvOp::Set(n) => {
-                let r = field(n, bytes)?;
-                let old = read_uint(&bytes[r.clone()], le);
-                let new = match self {
-                    RiscvOp::Add(_) => old.wrapping_add(value),
-                    RiscvOp::Sub(_) => old.wrapping_sub(value),
-                    _ => value,
-                };
-                write_uint(&mut bytes[r], new, le);
-            }
-            RiscvOp::Sub6 | RiscvOp::Set6 => {
-                let b = bytes.get_mut(at)?;
-                let low = match self {
-                    RiscvOp::Sub6 => (*b as u64).wrapping_sub(value),
-                    _ => value,
-                };
-                *b = (*b & 0xc0) | (low as u8 & 0x3f);
-            }
-            RiscvOp::SetUleb | RiscvOp::SubUleb => {
-                let len = bytes.get(at..)?.iter().position(|b| b & 0x80 == 0)? + 1;
-                let (mut old, mut shift) = (0u64, 0u32);
-                for &b in &bytes[at..at + len] {
-                    old |= ((b & 0x7f) as u64).checked_shl(shift).unwrap_or(0);
-                    shift += 7;
-                }
-                let mut v = match self {
-                    RiscvOp::SubUleb => old.wrapping_sub(value),
-                    _ => value,
-                };
-                for (i, b) in bytes[at..at + len].iter_mut().enumerate() {
-                    let more = if i + 1 < len { 0x80 } else { 0 };
-                    *b = (v & 0x7f) as u8 | more;
-                    v >>= 7;
-                }
-            }
-        }
-        Some(())
-    }
-}
-
-fn read_uint(slot: &[u8], le: bool) -> u64 {
-    let mut v = 0u64;
-    for i in 0..slot.len() {
-        let b = if le {
-            slot[slot.len() - 1 - i]
-        } else {
-            slot[i]
-        };
-        v = v << 8 | b as u64;
-    }
-    v
-}
-
-fn write_uint(slot: &mut [u8], mut v: u64, le: bool) {
-    let n = slot.len();
-    for i in 0..n {
-        let idx = if le { i } else { n - 1 - i };
-        slot[idx] = v as u8;
-        v >>= 8;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn riscv_label_differences() {
-        use object::elf::*;
-        let op = |t| RiscvOp::of(t).unwrap();
-        // end - start in a 4-byte field: ADD32 end, then SUB32 start.
-        let mut b = [0u8; 4];
-        op(R_RISCV_ADD32).apply(&mut b, 0, 0x1050, true).unwrap();
-        op(R_RISCV_SUB32).apply(&mut b, 0, 0x1010, true).unwrap();
-        assert_eq!(b, [0x40, 0, 0, 0]);
-        // DW_CFA_advance_loc: the low 6 bits only.
-        let mut b = [0x40 | 0x3f];
-        op(R_RISCV_SET6).apply(&mut b, 0, 0x12, true).unwrap();
-        op(R_RISCV_SUB6).apply(&mut b, 0, 0x02, true).unwrap();
-        assert_eq!(b, [0x40 | 0x10]);
-        // A ULEB128 keeps its length: 300 in two bytes, minus 44.
-        let mut b = [0x80, 0x00, 0x7f];
-        op(R_RISCV_SET_ULEB128).apply(&mut b, 0, 300, true).unwrap();
-        assert_eq!(b, [0xac, 0x02, 0x7f]);
-        op(R_RISCV_SUB_ULEB128).apply(&mut b, 0, 44, true).unwrap();
-        assert_eq!(b, [0x80, 0x02, 0x7f]);
-        assert!(
-            op(R_RISCV_ADD64).apply(&mut b, 0, 1, true).is_none(),
-            "out of range"
-        );
-        assert!(RiscvOp::of(R_RISCV_CALL_PLT).is_none());
-    }
-
-    #[test]
-    fn uint_round_trip() {
-        let mut b = [0u8; 4];
-        write_uint(&mut b, 0x1234_5678, true);
-        assert_eq!(b, [0x78, 0x56, 0x34, 0x12]);
-        assert_eq!(read_uint(&b, true), 0x1234_5678);
-        write_uint(&mut b, 0x1234_5678, false);
-        assert_eq!(b, [0x12, 0x34, 0x56, 0x78]);
-        assert_eq!(read_uint(&b, false), 0x1234_5678);
-    }
 }
