@@ -59,8 +59,7 @@ impl Kfuncs {
     /// An opened input has them from its one parse instead
     /// ([`crate::elf::ElfInput::symbol_tables`]).
     pub fn parse(path: &Path, data: &[u8]) -> Result<Kfuncs> {
-        let elf = ElfFile::parse(data).map_err(|e| e.in_file(path))?;
-        Kfuncs::from_elf(&elf).map_err(|e| e.in_file(path))
+        crate::elf::read_file(path, data, Kfuncs::from_elf)
     }
 
     /// The kfunc sets of the parsed ELF file `elf`.

@@ -320,8 +320,7 @@ impl ElfSymbols {
     /// read from `path` (named in errors). An opened input has them from its one
     /// parse instead ([`crate::elf::ElfInput::symbol_tables`]).
     pub fn parse(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
-        let elf = ElfFile::parse(data).map_err(|e| e.in_file(path))?;
-        ElfSymbols::from_elf(&elf).map_err(|e| e.in_file(path))
+        crate::elf::read_file(path, data, ElfSymbols::from_elf)
     }
 
     /// The symbol table and section headers of the parsed ELF file `elf`.
@@ -591,47 +590,46 @@ mod tests {
         assert_eq!(names, ["B", "_a", "a", "b"]);
     }
 
-    fn sec(index: u32, name: &str, size: u64, align: u64, alloc: bool) -> SectionInfo {
-        SectionInfo {
-            index,
-            name: name.into(),
-            sh_type: elf::SHT_PROGBITS,
-            flags: if alloc { u64::from(elf::SHF_ALLOC) } else { 0 },
-            file_addr: 0,
-            addr: 0,
-            size,
-            align,
-            file_offset: 0,
-        }
+    /// The addresses libdwfl gives sections of (size, alignment, allocated?), after
+    /// the null section.
+    fn rel_layout(secs: &[(u64, u64, bool)]) -> Vec<u64> {
+        let null = (0, 0, false);
+        let mut infos: Vec<SectionInfo> = std::iter::once(&null)
+            .chain(secs)
+            .zip(0..)
+            .map(|(&(size, align, alloc), index)| SectionInfo {
+                index,
+                name: format!(".s{index}").into(),
+                sh_type: elf::SHT_PROGBITS,
+                flags: if alloc { u64::from(elf::SHF_ALLOC) } else { 0 },
+                file_addr: 0,
+                addr: 0,
+                size,
+                align,
+                file_offset: 0,
+            })
+            .collect();
+        dwfl_rel_layout(&mut infos);
+        infos[1..].iter().map(|s| s.addr).collect()
     }
 
     #[test]
     fn rel_layout_packs_allocated_sections() {
-        let mut s = vec![
-            sec(0, "", 0, 0, false),
-            sec(1, ".text", 0x30, 16, true),
-            sec(2, ".debug_info", 0x100, 1, false),
-            sec(3, ".data", 0x8, 8, true),
-            sec(4, ".rodata", 0x5, 32, true),
+        // .text, .debug_info (not allocated), .data, .rodata.
+        let secs = [
+            (0x30, 16, true),
+            (0x100, 1, false),
+            (0x8, 8, true),
+            (0x5, 32, true),
         ];
-        dwfl_rel_layout(&mut s);
-        assert_eq!(s[1].addr, 0x10000);
-        assert_eq!(s[2].addr, 0);
-        assert_eq!(s[3].addr, 0x10030);
-        assert_eq!(s[4].addr, 0x10040);
+        assert_eq!(rel_layout(&secs), [0x10000, 0, 0x10030, 0x10040]);
     }
 
     #[test]
     fn rel_layout_restarts_for_a_larger_alignment() {
-        // .a first lands at 0x10000; .b's 0x20000 alignment then moves the base to
-        // 0x20000 and lays everything out again from there.
-        let mut s = vec![
-            sec(0, "", 0, 0, false),
-            sec(1, ".a", 0x10, 0x100, true),
-            sec(2, ".b", 0x10, 0x20000, true),
-        ];
-        dwfl_rel_layout(&mut s);
-        assert_eq!(s[1].addr, 0x20000);
-        assert_eq!(s[2].addr, 0x20000 + 0x20000);
+        // The first lands at 0x10000; the second's 0x20000 alignment then moves the
+        // base to 0x20000 and lays everything out again from there.
+        let secs = [(0x10, 0x100, true), (0x10, 0x20000, true)];
+        assert_eq!(rel_layout(&secs), [0x20000, 0x20000 + 0x20000]);
     }
 }

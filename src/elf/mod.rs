@@ -186,6 +186,19 @@ impl ElfInput {
     }
 }
 
+/// Parses the ELF file `data`, read from `path`, and reads something out of it with
+/// `read`; an error names the file. For tables read from a file that is not an
+/// opened [`ElfInput`] (whose one parse serves them otherwise).
+pub fn read_file<T>(
+    path: &Path,
+    data: &[u8],
+    read: impl FnOnce(&ElfFile<'_>) -> Result<T, ElfError>,
+) -> Result<T, Error> {
+    ElfFile::parse(data)
+        .and_then(|elf| read(&elf))
+        .map_err(|e| e.in_file(path))
+}
+
 /// Locates (and for a module relocates) the [`DEBUG_SECTIONS`] of `f`, with the
 /// section addresses `layout` (libdwfl's, for a relocatable object).
 fn debug_sections<'a, Elf: FileHeader<Endian = Endianness>>(
