@@ -32,8 +32,7 @@ fn inputs(name: &str) -> Option<(PathBuf, PathBuf)> {
 /// Maps a file read-only.
 fn map(path: &Path) -> memmap2::Mmap {
     let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // SAFETY: the corpus files are read-only inputs nobody modifies during the test.
-    unsafe { memmap2::Mmap::map(&f) }.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    dwarf2btf::mmap::map_file(&f).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The `.BTF` section of vmlinux: the base of the module references.
