@@ -5,7 +5,6 @@ use std::io::Write;
 
 use arena::rss::Status;
 use dwarf2btf::mmap::{release_pages, release_range, ReleaseFront};
-use memmap2::Mmap;
 
 /// Removes the temp file however the test ends.
 struct TempFile(std::path::PathBuf);
