@@ -26,12 +26,22 @@ pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> 
                 &[(".BTF", split), (".BTF.base", dist_base)],
             )
         }
-        (None, _) => {
-            refuse_stale_distilled_base(&opts.input)?;
-            crate::elf_write::write_sections_in_place(&opts.input, &[(".BTF", bytes)])
-        }
+        // A `.BTF.base` left by an earlier distilled encoding would make the loader
+        // read the new `.BTF` (relative to the whole base) as relative to that
+        // distilled base: refuse rather than write a module that loads with wrong
+        // types.
+        (None, _) => crate::elf_write::write_sections_unless(
+            &opts.input,
+            &[(".BTF", bytes)],
+            Some((".BTF.base", STALE_DISTILLED_BASE)),
+        ),
     }
 }
+
+/// Why a file with a `.BTF.base` does not get a plain `.BTF`.
+const STALE_DISTILLED_BASE: &str = "has a .BTF.base section (a distilled base from an \
+    earlier encoding) that the new .BTF would not match: add distilled_base to \
+    --btf_features, or remove it first (objcopy --remove-section=.BTF.base)";
 
 /// Refuses to write BTF the kernel would reject. Damaged DWARF (a type that refers
 /// to itself, a reference outside its unit) can encode to such BTF; failing here
@@ -44,24 +54,6 @@ fn check_encoded(input: &Path, bytes: &[u8], base: Option<&Arc<Btf>>) -> Result<
             format!("its DWARF encodes to invalid BTF, nothing written: {e}"),
         )
     })?;
-    Ok(())
-}
-
-/// A `.BTF.base` left by an earlier distilled encoding would make the loader read
-/// the new `.BTF` (relative to the whole base) as relative to that distilled base:
-/// refuse rather than write a module that loads with wrong types.
-fn refuse_stale_distilled_base(path: &Path) -> Result<(), Error> {
-    use object::Object;
-    let map = btf::read::map_file(path)?;
-    let has = object::File::parse(&*map).is_ok_and(|f| f.section_by_name(".BTF.base").is_some());
-    if has {
-        return Err(Error::file(
-            path,
-            "has a .BTF.base section (a distilled base from an earlier encoding) that \
-             the new .BTF would not match: add distilled_base to --btf_features, or \
-             remove it first (objcopy --remove-section=.BTF.base)",
-        ));
-    }
     Ok(())
 }
 

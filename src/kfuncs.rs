@@ -22,7 +22,8 @@ use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::Endianness;
 
-use crate::{Error, Result};
+use crate::elf::{with_elf, ElfError, ElfFile};
+use crate::Result;
 
 /// The section holding BTF id lists and sets.
 pub const BTF_IDS_SECTION: &str = ".BTF_ids";
@@ -55,12 +56,15 @@ pub struct Kfuncs {
 impl Kfuncs {
     /// Reads the kfunc sets of the ELF file `data`, read from `path`. A file with no
     /// `.symtab` or no `.BTF_ids` has no kfuncs.
+    /// An opened input has them from its one parse instead
+    /// ([`crate::elf::ElfInput::symbol_tables`]).
     pub fn parse(path: &Path, data: &[u8]) -> Result<Kfuncs> {
-        if crate::symbols::is_elf64(path, data)? {
-            parse_elf::<elf::FileHeader64<Endianness>>(path, data)
-        } else {
-            parse_elf::<elf::FileHeader32<Endianness>>(path, data)
-        }
+        crate::elf::read_file(path, data, Kfuncs::from_elf)
+    }
+
+    /// The kfunc sets of the parsed ELF file `elf`.
+    pub fn from_elf(elf: &ElfFile<'_>) -> Result<Kfuncs, ElfError> {
+        with_elf!(elf, f => from_tables(f))
     }
 
     /// The flags of kfunc `name`, if it is one.
@@ -103,22 +107,20 @@ pub fn btf_id_func_name(sym: &str) -> Option<&str> {
     Some(&rest[..last - 1])
 }
 
-fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> Result<Kfuncs> {
-    let bad = |what: &str, e: object::read::Error| Error::file(path, format!("{what}: {e}"));
-    let header = Elf::parse(data).map_err(|e| bad("bad ELF header", e))?;
-    let endian = header.endian().map_err(|e| bad("bad ELF header", e))?;
-    let sections = header
-        .sections(endian, data)
-        .map_err(|e| bad("bad section headers", e))?;
+/// Reads the kfunc sets of one ELF class.
+fn from_tables<Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'_, Elf>,
+) -> Result<Kfuncs, ElfError> {
+    let bad = |what, err| ElfError::Parse { what, err };
+    let (endian, data) = (f.endian(), f.data());
+    let sections = f.elf_section_table();
     let Some((ids_index, ids_sh)) = sections
         .enumerate()
         .find(|(_, sh)| sections.section_name(endian, sh) == Ok(BTF_IDS_SECTION.as_bytes()))
     else {
         return Ok(Kfuncs::default());
     };
-    let symtab = sections
-        .symbols(endian, data, elf::SHT_SYMTAB)
-        .map_err(|e| bad("bad .symtab", e))?;
+    let symtab = f.elf_symbol_table();
     if symtab.is_empty() {
         return Ok(Kfuncs::default());
     }
@@ -146,7 +148,7 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
         symtab
             .iter()
             .filter(|sym| usize::from(sym.st_shndx(endian)) == ids_index.0)
-            .map(|sym| -> Result<_> {
+            .map(|sym| -> Result<_, ElfError> {
                 let name = symtab
                     .symbol_name(endian, sym)
                     .map_err(|e| bad("bad symbol name", e))?;
@@ -191,10 +193,9 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
         }
         let pair_flags = addr.checked_sub(ids_addr).and_then(|off| word(off + 4));
         let Some(pair_flags) = pair_flags else {
-            return Err(Error::file(
-                path,
-                format!("kfunc '{func}' offset outside section '{BTF_IDS_SECTION}'"),
-            ));
+            return Err(ElfError::KfuncOutOfBounds {
+                func: func.to_string(),
+            });
         };
         flags.insert(func.to_string(), pair_flags);
     }

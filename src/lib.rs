@@ -4,7 +4,8 @@
 //! Data flows one way: ELF → DWARF → CU arena → encoder → dedup → writer.
 //! See DESIGN.md for the phases and who owns what memory.
 #![deny(missing_docs)]
-// `unsafe` lives in one fenced module, `mmap`, which allows it for itself.
+// `unsafe` lives in one fenced module, `mmap` (mappings, page release, the
+// allocator's option), which allows it for itself.
 #![deny(unsafe_code)]
 
 pub mod batch;
@@ -19,7 +20,8 @@ pub mod emit;
 pub mod encode;
 mod error;
 pub mod kfuncs;
-#[allow(unsafe_code)] // the crate's one use of it: mapping files, releasing pages
+#[allow(unsafe_code)]
+// the crate's one use of it: mapping files, releasing pages, mimalloc's option
 pub mod mmap;
 pub mod output;
 pub mod pipeline;

@@ -1,6 +1,8 @@
-//! Mapping input files, and giving the pages of consumed input back, so the mapped
-//! input does not stay resident. This module holds the crate's only `unsafe` code: the
-//! one constructor of a mapping ([`map_file`]) and the one page release.
+//! The crate's dealings with the operating system that need `unsafe`, fenced in one
+//! module: mapping input files ([`map_file`], the one constructor of a mapping),
+//! giving the pages of consumed input back ([`release_range`]), so the mapped input
+//! does not stay resident, and the allocator's one option ([`tune_allocator`]).
+//! Everything else in the crate is `#![deny(unsafe_code)]`.
 //!
 //! Reading a CU through the mapping of the input file faults its pages in, and they
 //! count in our RSS until unmapped: a vmlinux's `.debug_info` alone is hundreds of MB.
@@ -179,6 +181,33 @@ impl SectionParts {
         let page = page_size();
         let lo = ((base + self.start + from) / page * page).saturating_sub(base);
         release_range(map, lo.max(self.start)..self.start + offset)
+    }
+}
+
+/// The allocator the command installs (`#[global_allocator]` in `src/main.rs`): the
+/// encoder allocates millions of small blocks on one thread and the dedup stage reads
+/// them on another; mimalloc's per-thread heaps serve that with less CPU than glibc's
+/// malloc (about 15% less at -j2 on the corpus vmlinux).
+pub type Allocator = mimalloc::MiMalloc;
+
+/// Memory must follow the output: makes [`Allocator`] give freed pages back to the
+/// system at once (`purge_delay` 0; this mimalloc waits 1 s by default, while a run
+/// frees a unit's worth every fraction of a millisecond), unless the user set
+/// `MIMALLOC_PURGE_DELAY`. Call it first thing in `main`, before any thread starts.
+/// Arena memory is committed as it is used by a compile-time default
+/// (.cargo/config.toml).
+pub fn tune_allocator() {
+    // The option number is that of the `mi_option_e` of the mimalloc v3 that
+    // `libmimalloc-sys` builds (include/mimalloc.h).
+    const PURGE_DELAY: std::ffi::c_int = 15;
+    extern "C" {
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mimalloc's option setter (`void mi_option_set(mi_option_t, long)`,
+        // the enum passed as an int), from the library `Allocator` links in; it only
+        // stores the value, and reading options is thread-safe in mimalloc.
+        unsafe { mi_option_set(PURGE_DELAY, 0) };
     }
 }
 

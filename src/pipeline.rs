@@ -583,28 +583,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The function/variable encoder for `input`: its ELF symbols and, with
 /// `decl_tag_kfuncs`, its kfunc sets, read once.
 fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
-    let syms = match input.parsed_symbols() {
-        Some(syms) => syms,
-        None => Arc::new(crate::symbols::ElfSymbols::parse(
-            input.path(),
-            input.bytes(),
-        )?),
-    };
-    let kfuncs = if features.decl_tag_kfuncs {
-        crate::kfuncs::Kfuncs::parse(input.path(), input.bytes())?
-    } else {
-        crate::kfuncs::Kfuncs::default()
-    };
-    // Both keep owned tables: the symbol and string tables are not read again.
-    for s in &syms.sections {
-        if s.sh_type == object::elf::SHT_SYMTAB || &*s.name == ".strtab" {
-            let start = usize::try_from(s.file_offset).unwrap_or(usize::MAX);
-            let end = start.saturating_add(usize::try_from(s.size).unwrap_or(usize::MAX));
-            if end <= input.bytes().len() {
-                let _ = crate::mmap::release_range(input.map(), start..end);
-            }
-        }
-    }
+    let (syms, kfuncs) = input.symbol_tables(features.decl_tag_kfuncs)?;
     FuncEncoder::new(syms, kfuncs, features).map_err(Error::Msg)
 }
 

@@ -18,9 +18,10 @@ use std::path::Path;
 
 use object::elf;
 use object::read::elf::{FileHeader, SectionHeader, Sym};
-use object::{Endianness, FileKind};
+use object::Endianness;
 
-use crate::{Error, Result};
+use crate::elf::{with_elf, ElfError, ElfFile};
+use crate::Result;
 
 /// The name of the per-CPU data section, whose variables the `var` feature encodes.
 pub const PERCPU_SECTION: &str = ".data..percpu";
@@ -156,18 +157,18 @@ impl FunctionTable {
             .iter()
             .map(|s| base_name(&s.as_ref().expect("not moved yet").name))
             .collect();
-        let mut order: Vec<u32> = (0..kept.len() as u32).collect();
-        order.sort_unstable_by(|&a, &b| bases[a as usize].cmp(bases[b as usize]).then(a.cmp(&b)));
+        let mut order: Vec<usize> = (0..kept.len()).collect();
+        order.sort_unstable_by(|&a, &b| bases[a].cmp(bases[b]).then(a.cmp(&b)));
         // Where each name's run starts, decided before the symbols are moved out.
         let starts: Vec<bool> = order
             .iter()
             .enumerate()
-            .map(|(k, &i)| k == 0 || bases[order[k - 1] as usize] != bases[i as usize])
+            .map(|(k, &i)| k == 0 || bases[order[k - 1]] != bases[i])
             .collect();
         drop(bases);
         let mut funcs: Vec<ElfFunction> = Vec::new();
         for (&i, &start) in order.iter().zip(&starts) {
-            let sym = kept[i as usize].take().expect("each symbol is moved once");
+            let sym = kept[i].take().expect("each symbol is moved once");
             if start {
                 funcs.push(ElfFunction {
                     syms: vec![sym],
@@ -183,7 +184,7 @@ impl FunctionTable {
         for (fi, f) in funcs.iter_mut().enumerate() {
             f.ambiguous_addr = ambiguous_address(&f.syms);
             for (si, s) in f.syms.iter().enumerate() {
-                by_addr.push((s.addr, fi as u32, si as u32));
+                by_addr.push((s.addr, index32(fi), index32(si)));
             }
         }
         by_addr.sort_unstable();
@@ -246,6 +247,15 @@ impl FunctionTable {
     }
 }
 
+/// A position in the function table, stored in 32 bits to keep the address index
+/// small.
+// The positions count symbols of one symbol table, 16 or 24 bytes each: 2^32 of
+// them would take a 64 GB `.symtab`, which no file we read has (or can map).
+#[allow(clippy::cast_possible_truncation)]
+fn index32(i: usize) -> u32 {
+    i as u32
+}
+
 /// One section header, with the address pahole sees for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionInfo {
@@ -305,28 +315,17 @@ pub struct ElfSymbols {
     objects: Vec<ObjectSym>,
 }
 
-/// Whether the ELF file `data`, read from `path`, is ELFCLASS64 (else ELFCLASS32);
-/// an error naming the file when it is not ELF at all. The readers of `.symtab`
-/// pick their header type with it.
-pub(crate) fn is_elf64(path: &Path, data: &[u8]) -> Result<bool> {
-    let kind =
-        FileKind::parse(data).map_err(|e| Error::file(path, format!("not an ELF file: {e}")))?;
-    match kind {
-        FileKind::Elf32 => Ok(false),
-        FileKind::Elf64 => Ok(true),
-        _ => Err(Error::file(path, "not an ELF file")),
-    }
-}
-
 impl ElfSymbols {
     /// Reads the symbol table and section headers of the ELF file `data`, which was
-    /// read from `path` (named in errors).
+    /// read from `path` (named in errors). An opened input has them from its one
+    /// parse instead ([`crate::elf::ElfInput::symbol_tables`]).
     pub fn parse(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
-        if is_elf64(path, data)? {
-            parse_elf::<elf::FileHeader64<Endianness>>(path, data)
-        } else {
-            parse_elf::<elf::FileHeader32<Endianness>>(path, data)
-        }
+        crate::elf::read_file(path, data, ElfSymbols::from_elf)
+    }
+
+    /// The symbol table and section headers of the parsed ELF file `elf`.
+    pub fn from_elf(elf: &ElfFile<'_>) -> Result<ElfSymbols, ElfError> {
+        with_elf!(elf, f => from_tables(f))
     }
 
     /// Whether this is a relocatable object (a kernel module).
@@ -374,15 +373,14 @@ impl ElfSymbols {
     }
 }
 
-/// Reads one ELF class/endianness.
-fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> Result<ElfSymbols> {
-    let bad = |what: &str, e: object::read::Error| Error::file(path, format!("{what}: {e}"));
-    let header = Elf::parse(data).map_err(|e| bad("bad ELF header", e))?;
-    let endian = header.endian().map_err(|e| bad("bad ELF header", e))?;
+/// Reads the tables of one ELF class.
+fn from_tables<Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'_, Elf>,
+) -> Result<ElfSymbols, ElfError> {
+    let bad = |what, err| ElfError::Parse { what, err };
+    let (header, endian) = (f.elf_header(), f.endian());
     let e_type = header.e_type(endian);
-    let sections = header
-        .sections(endian, data)
-        .map_err(|e| bad("bad section headers", e))?;
+    let sections = f.elf_section_table();
 
     let mut infos = Vec::with_capacity(sections.len());
     for (i, sh) in sections.iter().enumerate() {
@@ -391,7 +389,9 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
             .map_err(|e| bad("bad section name", e))?;
         let file_addr: u64 = sh.sh_addr(endian).into();
         infos.push(SectionInfo {
-            index: i as u32,
+            index: u32::try_from(i).map_err(|_| ElfError::TooLarge {
+                what: "section index",
+            })?,
             name: String::from_utf8_lossy(name).into(),
             sh_type: sh.sh_type(endian),
             flags: sh.sh_flags(endian).into(),
@@ -406,9 +406,7 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
         dwfl_rel_layout(&mut infos);
     }
 
-    let symtab = sections
-        .symbols(endian, data, elf::SHT_SYMTAB)
-        .map_err(|e| bad("bad .symtab", e))?;
+    let symtab = f.elf_symbol_table();
     let mut funcs = Vec::new();
     let mut objects = Vec::new();
     for (index, sym) in symtab.enumerate() {
@@ -422,7 +420,11 @@ fn parse_elf<Elf: FileHeader<Endian = Endianness>>(path: &Path, data: &[u8]) -> 
         let section = symtab
             .symbol_section(endian, sym, index)
             .map_err(|e| bad("bad symbol section index", e))?
-            .map(|s| s.0 as u32);
+            .map(|s| u32::try_from(s.0))
+            .transpose()
+            .map_err(|_| ElfError::TooLarge {
+                what: "symbol section index",
+            })?;
         let name: Box<str> = String::from_utf8_lossy(name).into();
         let value: u64 = sym.st_value(endian).into();
         let size: u64 = sym.st_size(endian).into();
@@ -588,47 +590,46 @@ mod tests {
         assert_eq!(names, ["B", "_a", "a", "b"]);
     }
 
-    fn sec(index: u32, name: &str, size: u64, align: u64, alloc: bool) -> SectionInfo {
-        SectionInfo {
-            index,
-            name: name.into(),
-            sh_type: elf::SHT_PROGBITS,
-            flags: if alloc { u64::from(elf::SHF_ALLOC) } else { 0 },
-            file_addr: 0,
-            addr: 0,
-            size,
-            align,
-            file_offset: 0,
-        }
+    /// The addresses libdwfl gives sections of (size, alignment, allocated?), after
+    /// the null section.
+    fn rel_layout(secs: &[(u64, u64, bool)]) -> Vec<u64> {
+        let null = (0, 0, false);
+        let mut infos: Vec<SectionInfo> = std::iter::once(&null)
+            .chain(secs)
+            .zip(0..)
+            .map(|(&(size, align, alloc), index)| SectionInfo {
+                index,
+                name: format!(".s{index}").into(),
+                sh_type: elf::SHT_PROGBITS,
+                flags: if alloc { u64::from(elf::SHF_ALLOC) } else { 0 },
+                file_addr: 0,
+                addr: 0,
+                size,
+                align,
+                file_offset: 0,
+            })
+            .collect();
+        dwfl_rel_layout(&mut infos);
+        infos[1..].iter().map(|s| s.addr).collect()
     }
 
     #[test]
     fn rel_layout_packs_allocated_sections() {
-        let mut s = vec![
-            sec(0, "", 0, 0, false),
-            sec(1, ".text", 0x30, 16, true),
-            sec(2, ".debug_info", 0x100, 1, false),
-            sec(3, ".data", 0x8, 8, true),
-            sec(4, ".rodata", 0x5, 32, true),
+        // .text, .debug_info (not allocated), .data, .rodata.
+        let secs = [
+            (0x30, 16, true),
+            (0x100, 1, false),
+            (0x8, 8, true),
+            (0x5, 32, true),
         ];
-        dwfl_rel_layout(&mut s);
-        assert_eq!(s[1].addr, 0x10000);
-        assert_eq!(s[2].addr, 0);
-        assert_eq!(s[3].addr, 0x10030);
-        assert_eq!(s[4].addr, 0x10040);
+        assert_eq!(rel_layout(&secs), [0x10000, 0, 0x10030, 0x10040]);
     }
 
     #[test]
     fn rel_layout_restarts_for_a_larger_alignment() {
-        // .a first lands at 0x10000; .b's 0x20000 alignment then moves the base to
-        // 0x20000 and lays everything out again from there.
-        let mut s = vec![
-            sec(0, "", 0, 0, false),
-            sec(1, ".a", 0x10, 0x100, true),
-            sec(2, ".b", 0x10, 0x20000, true),
-        ];
-        dwfl_rel_layout(&mut s);
-        assert_eq!(s[1].addr, 0x20000);
-        assert_eq!(s[2].addr, 0x20000 + 0x20000);
+        // The first lands at 0x10000; the second's 0x20000 alignment then moves the
+        // base to 0x20000 and lays everything out again from there.
+        let secs = [(0x10, 0x100, true), (0x10, 0x20000, true)];
+        assert_eq!(rel_layout(&secs), [0x20000, 0x20000 + 0x20000]);
     }
 }

@@ -5,7 +5,6 @@ use std::io::Write;
 
 use arena::rss::Status;
 use dwarf2btf::mmap::{release_pages, release_range, ReleaseFront};
-use memmap2::Mmap;
 
 /// Removes the temp file however the test ends.
 struct TempFile(std::path::PathBuf);
@@ -36,8 +35,7 @@ fn released_pages_leave_rss_and_read_back_the_same() {
         .write_all(&data)
         .unwrap();
     let file = std::fs::File::open(&tmp.0).unwrap();
-    // SAFETY: the file is private to this test and nobody writes it while mapped.
-    let map = unsafe { Mmap::map(&file) }.unwrap();
+    let map = dwarf2btf::mmap::map_file(&file).unwrap();
     let expected = touch(&data, 512);
     drop(data);
 

@@ -32,8 +32,7 @@ fn inputs(name: &str) -> Option<(PathBuf, PathBuf)> {
 /// Maps a file read-only.
 fn map(path: &Path) -> memmap2::Mmap {
     let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // SAFETY: the corpus files are read-only inputs nobody modifies during the test.
-    unsafe { memmap2::Mmap::map(&f) }.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    dwarf2btf::mmap::map_file(&f).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The `.BTF` section of vmlinux: the base of the module references.
@@ -395,5 +394,41 @@ fn module_section_layout_is_libdwfls() {
             n += 1;
         }
         assert_eq!(n, syms.sections.len());
+    }
+}
+
+/// An opened input's tables come from its one parse: the same as reading the file on
+/// its own, and for a module the very symbols that opening it read.
+#[test]
+fn opened_inputs_share_their_parse() {
+    let Some(corpus) = corpus() else {
+        return;
+    };
+    for name in ["vmlinux", "nf_conntrack.ko"] {
+        let path = corpus.join(name);
+        let input = dwarf2btf::elf::ElfInput::open(&path).expect("opens");
+        let opened = input.parsed_symbols();
+        assert_eq!(opened.is_some(), name.ends_with(".ko"), "{name}");
+        let (syms, kfuncs) = input.symbol_tables(true).expect("tables");
+        if let Some(opened) = opened {
+            assert!(Arc::ptr_eq(&opened, &syms), "{name}: symbols read twice");
+        }
+        let data = map(&path);
+        let alone = ElfSymbols::parse(&path, &data).expect("symbols");
+        assert_eq!(
+            syms.functions.functions(),
+            alone.functions.functions(),
+            "{name}"
+        );
+        assert_eq!(syms.sections, alone.sections, "{name}");
+        assert_eq!(
+            kfuncs,
+            Kfuncs::parse(&path, &data).expect("kfuncs"),
+            "{name}"
+        );
+        assert!(
+            !kfuncs.is_empty(),
+            "{name}: the corpus files have kfunc sets"
+        );
     }
 }

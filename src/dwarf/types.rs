@@ -8,6 +8,7 @@
 
 use super::die::{Cur, DieError, Op, Place, Plan, UnitEnc, Val};
 use super::DwarfInput;
+use crate::elf::read_uint;
 use arena::Bump;
 use bumpalo::collections::Vec as BVec;
 use gimli::constants::*;
@@ -1516,21 +1517,6 @@ fn unsigned(v: Val<'_>) -> Option<u64> {
         Val::S(x) => Some(x as u64),
         _ => None,
     }
-}
-
-/// An unsigned integer of `b.len()` bytes in the given byte order.
-fn read_uint(b: &[u8], little: bool) -> u64 {
-    let mut v = 0u64;
-    if little {
-        for &x in b.iter().rev() {
-            v = v << 8 | x as u64;
-        }
-    } else {
-        for &x in b {
-            v = v << 8 | x as u64;
-        }
-    }
-    v
 }
 
 /// The offset of a `DW_OP_plus_uconst N` member location expression.

@@ -40,7 +40,9 @@ impl Chunk<'_> {
     ) -> std::io::Result<()> {
         match self {
             Chunk::Input(a, b) => {
-                let (mut at, end) = (*a as usize, *b as usize);
+                // The plan's ranges lie inside the input, so they fit a usize.
+                let at = usize::try_from(*a).map_err(std::io::Error::other);
+                let (mut at, end) = (at?, usize::try_from(*b).map_err(std::io::Error::other)?);
                 while at < end {
                     let piece = at..end.min(at + INPUT_PIECE);
                     w.write_all(&input[piece.clone()])?;
@@ -55,7 +57,7 @@ impl Chunk<'_> {
                 let zeros = [0u8; 4096];
                 let mut left = *n;
                 while left > 0 {
-                    let k = left.min(zeros.len() as u64) as usize;
+                    let k = zeros.len().min(usize::try_from(left).unwrap_or(usize::MAX));
                     w.write_all(&zeros[..k])?;
                     left -= k as u64;
                 }
@@ -122,8 +124,9 @@ pub(super) enum Placement {
     New,
 }
 
-pub(super) fn build_plan<'a>(input: &'a [u8], sections: &[(&str, &'a [u8])]) -> Res<Plan<'a>> {
-    let elf = Elf::parse(input)?;
+/// The plan that gives the file `elf` the `sections`.
+pub(super) fn build_plan<'a>(elf: Elf<'a>, sections: &[(&str, &'a [u8])]) -> Res<Plan<'a>> {
+    let input = elf.data;
     let fmt = elf.fmt;
     if input.ends_with(MODULE_SIG_MAGIC) {
         return Err(ElfWriteError::Unsupported(
@@ -273,7 +276,9 @@ pub(super) fn build_plan<'a>(input: &'a [u8], sections: &[(&str, &'a [u8])]) -> 
             (Placement::New, _) => {
                 let offset = append(&mut tail, &mut cursor, 1);
                 shdrs.push(Shdr {
-                    name: name_offsets.next().unwrap_or(0) as u32,
+                    name: u32::try_from(name_offsets.next().unwrap_or(0)).map_err(|_| {
+                        ElfWriteError::Unsupported("section name table would exceed 4 GiB".into())
+                    })?,
                     kind: SHT_PROGBITS,
                     flags: 0,
                     addr: 0,
@@ -326,25 +331,18 @@ pub(super) fn build_plan<'a>(input: &'a [u8], sections: &[(&str, &'a [u8])]) -> 
     if extended {
         shdrs[0].size = count as u64;
     }
-    let mut sht = vec![0u8; count * fmt.shdr_size()];
-    for (s, b) in shdrs.iter().zip(sht.chunks_exact_mut(fmt.shdr_size())) {
-        for (v, what) in [(s.offset, "section offset"), (s.size, "section size")] {
-            fmt.check_word(v, what)?;
-        }
-        s.write(fmt, b);
+    let mut sht = Vec::with_capacity(count * fmt.shdr_size());
+    for s in &shdrs {
+        s.write(fmt, &mut sht)?;
     }
     tail.push(Chunk::Owned(sht));
 
     // The ELF header, pointing at the new table.
-    let mut ehdr = input[..fmt.ehdr_size()].to_vec();
-    let (_, shoff_at, phentsize_at) = fmt.ehdr_offsets();
-    fmt.check_word(shoff, "section header table offset")?;
-    fmt.put_word(&mut ehdr, shoff_at, shoff);
-    fmt.put_u16(
-        &mut ehdr,
-        phentsize_at + 6,
-        if extended { 0 } else { count as u16 },
-    );
+    let shnum = match u16::try_from(count) {
+        Ok(n) if !extended => n,
+        _ => 0,
+    };
+    let ehdr = fmt.patched_ehdr(&input[..fmt.ehdr_size()], shoff, shnum)?;
     patches.push((0, Chunk::Owned(ehdr)));
 
     patches.sort_by_key(|(off, _)| *off);

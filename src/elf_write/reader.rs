@@ -1,22 +1,21 @@
-//! Reading the ELF file being rewritten: its class and byte order, the section
-//! headers, the program headers' file ranges.
+//! Reading the ELF file being rewritten, through `object`'s header types (either
+//! class and byte order): the section headers, the program headers' file ranges;
+//! and writing the headers that change.
 
 use super::{malformed, ElfWriteError, Res};
+use object::elf::{self, FileHeader32, FileHeader64, SectionHeader32, SectionHeader64};
+use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
+use object::{pod, Endianness, U16, U32, U64};
+use std::mem::size_of;
 
-pub(super) const SHT_NULL: u32 = 0;
-pub(super) const SHT_PROGBITS: u32 = 1;
-pub(super) const SHT_REL: u32 = 9;
-pub(super) const SHT_RELA: u32 = 4;
-pub(super) const SHT_NOBITS: u32 = 8;
-pub(super) const SHF_ALLOC: u64 = 2;
-pub(super) const SHN_LORESERVE: usize = 0xff00;
-pub(super) const SHN_XINDEX: u16 = 0xffff;
-pub(super) const PN_XNUM: u16 = 0xffff;
+pub(super) use object::elf::{SHT_NOBITS, SHT_NULL, SHT_PROGBITS, SHT_REL, SHT_RELA};
+pub(super) const SHF_ALLOC: u64 = elf::SHF_ALLOC as u64;
+pub(super) const SHN_LORESERVE: usize = elf::SHN_LORESERVE as usize;
 pub(super) const MODULE_SIG_MAGIC: &[u8] = b"~Module signature appended~\n";
 /// Input is copied in pieces of this size, each released from memory once written.
 pub(super) const INPUT_PIECE: usize = 8 << 20;
 
-/// Class and byte order: how to read and write every header field.
+/// Class and byte order of the file: which of `object`'s header types describe it.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Format {
     pub(super) is64: bool,
@@ -24,88 +23,54 @@ pub(super) struct Format {
 }
 
 impl Format {
-    pub(super) fn get<const N: usize>(self, b: &[u8], off: usize) -> [u8; N] {
-        let mut a = [0u8; N];
-        a.copy_from_slice(&b[off..off + N]);
-        if !self.le {
-            a.reverse();
-        }
-        a
-    }
-    pub(super) fn u16(self, b: &[u8], off: usize) -> u16 {
-        u16::from_le_bytes(self.get(b, off))
-    }
-    pub(super) fn u32(self, b: &[u8], off: usize) -> u32 {
-        u32::from_le_bytes(self.get(b, off))
-    }
-    pub(super) fn u64(self, b: &[u8], off: usize) -> u64 {
-        u64::from_le_bytes(self.get(b, off))
-    }
-    /// An address, offset or size: 4 or 8 bytes by class.
-    pub(super) fn word(self, b: &[u8], off: usize) -> u64 {
-        if self.is64 {
-            self.u64(b, off)
+    pub(super) fn endian(self) -> Endianness {
+        if self.le {
+            Endianness::Little
         } else {
-            u64::from(self.u32(b, off))
+            Endianness::Big
         }
-    }
-    pub(super) fn put<const N: usize>(self, b: &mut [u8], off: usize, mut le_bytes: [u8; N]) {
-        if !self.le {
-            le_bytes.reverse();
-        }
-        b[off..off + N].copy_from_slice(&le_bytes);
-    }
-    pub(super) fn put_u16(self, b: &mut [u8], off: usize, v: u16) {
-        self.put(b, off, v.to_le_bytes());
-    }
-    pub(super) fn put_u32(self, b: &mut [u8], off: usize, v: u32) {
-        self.put(b, off, v.to_le_bytes());
-    }
-    /// Callers check that `v` fits a 32-bit field first (see [`Format::check_word`]).
-    pub(super) fn put_word(self, b: &mut [u8], off: usize, v: u64) {
-        if self.is64 {
-            self.put(b, off, v.to_le_bytes());
-        } else {
-            self.put(b, off, (v as u32).to_le_bytes());
-        }
-    }
-    pub(super) fn check_word(self, v: u64, what: &str) -> Res<()> {
-        if !self.is64 && v > u64::from(u32::MAX) {
-            return Err(ElfWriteError::Unsupported(format!(
-                "{what} {v:#x} does not fit a 32-bit ELF file"
-            )));
-        }
-        Ok(())
     }
     pub(super) fn ehdr_size(self) -> usize {
         if self.is64 {
-            64
+            size_of::<FileHeader64<Endianness>>()
         } else {
-            52
+            size_of::<FileHeader32<Endianness>>()
         }
     }
     pub(super) fn shdr_size(self) -> usize {
         if self.is64 {
-            64
+            size_of::<SectionHeader64<Endianness>>()
         } else {
-            40
+            size_of::<SectionHeader32<Endianness>>()
         }
     }
-    pub(super) fn phdr_size(self) -> usize {
-        if self.is64 {
-            56
-        } else {
-            32
-        }
+    /// An address, offset or size of a header field: 32 bits in an ELFCLASS32 file.
+    fn word32(self, v: u64, what: &str) -> Res<u32> {
+        u32::try_from(v).map_err(|_| {
+            ElfWriteError::Unsupported(format!("{what} {v:#x} does not fit a 32-bit ELF file"))
+        })
     }
-    /// Offsets in the ELF header of e_phoff, e_shoff, e_phentsize (the fields after it
-    /// follow at 2-byte steps: e_phnum, e_shentsize, e_shnum, e_shstrndx).
-    pub(super) fn ehdr_offsets(self) -> (usize, usize, usize) {
-        if self.is64 {
-            (32, 40, 54)
+
+    /// The ELF header `ehdr` (of this format) pointing at a section header table
+    /// at `shoff` with `shnum` entries (0: the count is in section 0).
+    pub(super) fn patched_ehdr(self, ehdr: &[u8], shoff: u64, shnum: u16) -> Res<Vec<u8>> {
+        let e = self.endian();
+        let cut = || ElfWriteError::Malformed("ELF header cut short".into());
+        Ok(if self.is64 {
+            let mut h = *pod::from_bytes::<FileHeader64<Endianness>>(ehdr)
+                .map_err(|()| cut())?
+                .0;
+            h.e_shoff = U64::new(e, shoff);
+            h.e_shnum = U16::new(e, shnum);
+            pod::bytes_of(&h).to_vec()
         } else {
-            (28, 32, 42)
-        }
+            let mut h = *pod::from_bytes::<FileHeader32<Endianness>>(ehdr)
+                .map_err(|()| cut())?
+                .0;
+            h.e_shoff = U32::new(e, self.word32(shoff, "section header table offset")?);
+            h.e_shnum = U16::new(e, shnum);
+            pod::bytes_of(&h).to_vec()
+        })
     }
 }
 
@@ -125,49 +90,56 @@ pub(super) struct Shdr {
 }
 
 impl Shdr {
-    pub(super) fn read(f: Format, b: &[u8]) -> Shdr {
-        if f.is64 {
-            Shdr {
-                name: f.u32(b, 0),
-                kind: f.u32(b, 4),
-                flags: f.u64(b, 8),
-                addr: f.u64(b, 16),
-                offset: f.u64(b, 24),
-                size: f.u64(b, 32),
-                link: f.u32(b, 40),
-                info: f.u32(b, 44),
-                addralign: f.u64(b, 48),
-                entsize: f.u64(b, 56),
-            }
-        } else {
-            Shdr {
-                name: f.u32(b, 0),
-                kind: f.u32(b, 4),
-                flags: u64::from(f.u32(b, 8)),
-                addr: u64::from(f.u32(b, 12)),
-                offset: u64::from(f.u32(b, 16)),
-                size: u64::from(f.u32(b, 20)),
-                link: f.u32(b, 24),
-                info: f.u32(b, 28),
-                addralign: u64::from(f.u32(b, 32)),
-                entsize: u64::from(f.u32(b, 36)),
-            }
+    fn read<S: SectionHeader<Endian = Endianness>>(s: &S, e: Endianness) -> Shdr {
+        Shdr {
+            name: s.sh_name(e),
+            kind: s.sh_type(e),
+            flags: s.sh_flags(e).into(),
+            addr: s.sh_addr(e).into(),
+            offset: s.sh_offset(e).into(),
+            size: s.sh_size(e).into(),
+            link: s.sh_link(e),
+            info: s.sh_info(e),
+            addralign: s.sh_addralign(e).into(),
+            entsize: s.sh_entsize(e).into(),
         }
     }
 
-    pub(super) fn write(&self, f: Format, b: &mut [u8]) {
-        f.put_u32(b, 0, self.name);
-        f.put_u32(b, 4, self.kind);
-        let w = if f.is64 { 8 } else { 4 };
-        let mut off = 8;
-        for v in [self.flags, self.addr, self.offset, self.size] {
-            f.put_word(b, off, v);
-            off += w;
+    /// Appends the header's bytes in format `f` to `out`; an error if a field does
+    /// not fit a 32-bit file.
+    pub(super) fn write(&self, f: Format, out: &mut Vec<u8>) -> Res<()> {
+        let e = f.endian();
+        if f.is64 {
+            let h = SectionHeader64::<Endianness> {
+                sh_name: U32::new(e, self.name),
+                sh_type: U32::new(e, self.kind),
+                sh_flags: U64::new(e, self.flags),
+                sh_addr: U64::new(e, self.addr),
+                sh_offset: U64::new(e, self.offset),
+                sh_size: U64::new(e, self.size),
+                sh_link: U32::new(e, self.link),
+                sh_info: U32::new(e, self.info),
+                sh_addralign: U64::new(e, self.addralign),
+                sh_entsize: U64::new(e, self.entsize),
+            };
+            out.extend_from_slice(pod::bytes_of(&h));
+        } else {
+            let w = |v, what| f.word32(v, what).map(|v| U32::new(e, v));
+            let h = SectionHeader32::<Endianness> {
+                sh_name: U32::new(e, self.name),
+                sh_type: U32::new(e, self.kind),
+                sh_flags: w(self.flags, "section flags")?,
+                sh_addr: w(self.addr, "section address")?,
+                sh_offset: w(self.offset, "section offset")?,
+                sh_size: w(self.size, "section size")?,
+                sh_link: U32::new(e, self.link),
+                sh_info: U32::new(e, self.info),
+                sh_addralign: w(self.addralign, "section alignment")?,
+                sh_entsize: w(self.entsize, "section entry size")?,
+            };
+            out.extend_from_slice(pod::bytes_of(&h));
         }
-        f.put_u32(b, off, self.link);
-        f.put_u32(b, off + 4, self.info);
-        f.put_word(b, off + 8, self.addralign);
-        f.put_word(b, off + 8 + w, self.entsize);
+        Ok(())
     }
 
     /// The file bytes it occupies, if any.
@@ -196,11 +168,9 @@ pub(super) struct Elf<'a> {
 }
 
 pub(super) fn range_in(data: &[u8], off: u64, len: u64) -> Option<std::ops::Range<usize>> {
-    let end = off.checked_add(len)?;
-    if end > data.len() as u64 {
-        return None;
-    }
-    Some(off as usize..end as usize)
+    let start = usize::try_from(off).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    (end <= data.len()).then_some(start..end)
 }
 
 impl<'a> Elf<'a> {
@@ -212,14 +182,17 @@ impl<'a> Elf<'a> {
                 "no \\x7fELF magic at the start".into()
             }));
         }
-        let is64 = match data[4] {
-            1 => false,
-            2 => true,
+        // `e_ident`'s class and data bytes (`EI_CLASS`, `EI_DATA`), which say which
+        // header type to read the rest with.
+        let (class, encoding) = (data[4], data[5]);
+        let is64 = match class {
+            elf::ELFCLASS32 => false,
+            elf::ELFCLASS64 => true,
             c => return malformed(format!("unknown ELF class {c}")),
         };
-        let le = match data[5] {
-            1 => true,
-            2 => false,
+        let le = match encoding {
+            elf::ELFDATA2LSB => true,
+            elf::ELFDATA2MSB => false,
             d => return malformed(format!("unknown ELF data encoding {d}")),
         };
         let fmt = Format { is64, le };
@@ -230,21 +203,32 @@ impl<'a> Elf<'a> {
                 fmt.ehdr_size()
             ));
         }
-        let (phoff_at, shoff_at, phentsize_at) = fmt.ehdr_offsets();
-        let phoff = fmt.word(data, phoff_at);
-        let shoff = fmt.word(data, shoff_at);
-        let phentsize = fmt.u16(data, phentsize_at);
-        let phnum_raw = fmt.u16(data, phentsize_at + 2);
-        let shentsize = fmt.u16(data, phentsize_at + 4);
-        let shnum_raw = fmt.u16(data, phentsize_at + 6);
-        let shstrndx_raw = fmt.u16(data, phentsize_at + 8);
+        if is64 {
+            Elf::parse_as::<FileHeader64<Endianness>>(data, fmt)
+        } else {
+            Elf::parse_as::<FileHeader32<Endianness>>(data, fmt)
+        }
+    }
+
+    /// The headers of a file of class `H` (whose ELF header is in `data`).
+    fn parse_as<H: FileHeader<Endian = Endianness>>(data: &'a [u8], fmt: Format) -> Res<Elf<'a>> {
+        let e = fmt.endian();
+        let (header, _) = pod::from_bytes::<H>(data)
+            .map_err(|()| ElfWriteError::Malformed("ELF header cut short".into()))?;
+        let phoff: u64 = header.e_phoff(e).into();
+        let shoff: u64 = header.e_shoff(e).into();
+        let phentsize = header.e_phentsize(e);
+        let phnum_raw = header.e_phnum(e);
+        let shentsize = header.e_shentsize(e);
+        let shnum_raw = header.e_shnum(e);
+        let shstrndx_raw = header.e_shstrndx(e);
 
         if shoff == 0 {
             return Err(ElfWriteError::Unsupported(
                 "no section header table (e_shoff is 0)".into(),
             ));
         }
-        if usize::from(shentsize) != fmt.shdr_size() {
+        if usize::from(shentsize) != size_of::<H::SectionHeader>() {
             return malformed(format!(
                 "e_shentsize is {shentsize}, expected {}",
                 fmt.shdr_size()
@@ -257,29 +241,31 @@ impl<'a> Elf<'a> {
                 data.len()
             ))
         })?;
-        let sh0 = Shdr::read(fmt, &data[sh0_range]);
+        let (sh0, _) = pod::from_bytes::<H::SectionHeader>(&data[sh0_range])
+            .map_err(|()| ElfWriteError::Malformed("section header cut short".into()))?;
+        let sh0 = Shdr::read(sh0, e);
         let shnum_extended = shnum_raw == 0;
         let shnum = if shnum_extended {
             sh0.size
         } else {
             u64::from(shnum_raw)
         };
-        let sht_len = shnum
+        let table = shnum
             .checked_mul(u64::from(shentsize))
-            .ok_or_else(|| ElfWriteError::Malformed("section count overflows".into()))?;
-        let sht = range_in(data, shoff, sht_len).ok_or_else(|| {
-            ElfWriteError::Malformed(format!(
-                "section header table ({shnum} headers at offset {shoff:#x}) extends past \
-                 the end of the file ({} bytes)",
-                data.len()
-            ))
-        })?;
-        let shdrs: Vec<Shdr> = data[sht]
-            .chunks_exact(fmt.shdr_size())
-            .map(|b| Shdr::read(fmt, b))
-            .collect();
-        let shstrndx = if shstrndx_raw == SHN_XINDEX {
-            sh0.link as usize
+            .and_then(|len| range_in(data, shoff, len))
+            .ok_or_else(|| {
+                ElfWriteError::Malformed(format!(
+                    "section header table ({shnum} headers at offset {shoff:#x}) extends \
+                     past the end of the file ({} bytes)",
+                    data.len()
+                ))
+            })?;
+        let count = table.len() / size_of::<H::SectionHeader>();
+        let (raw, _) = pod::slice_from_bytes::<H::SectionHeader>(&data[table], count)
+            .map_err(|()| ElfWriteError::Malformed("section header table cut short".into()))?;
+        let shdrs: Vec<Shdr> = raw.iter().map(|s| Shdr::read(s, e)).collect();
+        let shstrndx = if shstrndx_raw == elf::SHN_XINDEX {
+            usize::try_from(sh0.link).unwrap_or(usize::MAX)
         } else {
             usize::from(shstrndx_raw)
         };
@@ -302,7 +288,7 @@ impl<'a> Elf<'a> {
             }
         }
 
-        let phnum = if phnum_raw == PN_XNUM {
+        let phnum = if phnum_raw == elf::PN_XNUM {
             u64::from(sh0.info)
         } else {
             u64::from(phnum_raw)
@@ -310,10 +296,10 @@ impl<'a> Elf<'a> {
         let mut segments = Vec::new();
         let mut headers_end = fmt.ehdr_size() as u64;
         if phnum > 0 {
-            if usize::from(phentsize) != fmt.phdr_size() {
+            if usize::from(phentsize) != size_of::<H::ProgramHeader>() {
                 return malformed(format!(
                     "e_phentsize is {phentsize}, expected {}",
-                    fmt.phdr_size()
+                    size_of::<H::ProgramHeader>()
                 ));
             }
             let pht = range_in(data, phoff, phnum * u64::from(phentsize)).ok_or_else(|| {
@@ -324,12 +310,11 @@ impl<'a> Elf<'a> {
                 ))
             })?;
             headers_end = headers_end.max(pht.end as u64);
-            for p in data[pht].chunks_exact(fmt.phdr_size()) {
-                let (off, filesz) = if fmt.is64 {
-                    (fmt.u64(p, 8), fmt.u64(p, 32))
-                } else {
-                    (u64::from(fmt.u32(p, 4)), u64::from(fmt.u32(p, 16)))
-                };
+            let count = pht.len() / size_of::<H::ProgramHeader>();
+            let (phdrs, _) = pod::slice_from_bytes::<H::ProgramHeader>(&data[pht], count)
+                .map_err(|()| ElfWriteError::Malformed("program header table cut short".into()))?;
+            for p in phdrs {
+                let (off, filesz): (u64, u64) = (p.p_offset(e).into(), p.p_filesz(e).into());
                 if filesz > 0 {
                     let end = off.checked_add(filesz).filter(|&e| e <= data.len() as u64);
                     let Some(end) = end else {
@@ -382,6 +367,16 @@ impl<'a> Elf<'a> {
             ElfWriteError::Malformed(format!("name of section [{idx}] is not NUL-terminated"))
         })?;
         Ok(&rest[..len])
+    }
+
+    /// The index of the first section named `name`, if any.
+    pub(super) fn find_section(&self, name: &str) -> Res<Option<usize>> {
+        for idx in 1..self.shdrs.len() {
+            if self.section_name(idx)? == name.as_bytes() {
+                return Ok(Some(idx));
+            }
+        }
+        Ok(None)
     }
 
     pub(super) fn sht_len(&self) -> u64 {

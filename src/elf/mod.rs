@@ -1,0 +1,284 @@
+//! The input ELF file: mapped once (through [`crate::mmap::map_file`]) and parsed
+//! once ([`ElfFile`]); that one parse serves the DWARF sections located here, the
+//! relocations of a module's DWARF ([`reloc`]), the symbol tables
+//! ([`crate::symbols`]) and the kfunc sets ([`crate::kfuncs`]).
+//!
+//! Sections of a linked image (vmlinux) are used in place, straight from the mapping.
+//! Two cases need an owned copy: compressed sections (`SHF_COMPRESSED`, zlib or zstd)
+//! are inflated, and the `.debug_*` sections of a relocatable object (a kernel module)
+//! get their `.rela.debug_*` relocations applied, because until then every string or
+//! section offset in them reads as zero.
+
+mod error;
+mod file;
+mod reloc;
+
+pub use error::{ElfError, RelocProblem};
+pub(crate) use file::with_elf;
+pub use file::ElfFile;
+pub(crate) use reloc::read_uint;
+
+use crate::kfuncs::Kfuncs;
+use crate::symbols::ElfSymbols;
+use crate::Error;
+use object::read::elf::FileHeader;
+use object::{Endianness, Object, ObjectSection};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The DWARF sections we read; each is located once when the file is opened.
+pub const DEBUG_SECTIONS: &[&str] = &[
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_str",
+    ".debug_str_offsets",
+    ".debug_line",
+    ".debug_line_str",
+    ".debug_addr",
+    ".debug_rnglists",
+    ".debug_ranges",
+    ".debug_loclists",
+    ".debug_loc",
+    ".debug_types",
+];
+
+/// Where a section's bytes live.
+enum SectionData {
+    /// A range of the mapped file, used in place.
+    Mapped { start: usize, len: usize },
+    /// Inflated or relocated bytes.
+    Owned(Vec<u8>),
+}
+
+self_cell::self_cell!(
+    /// The mapping and its one parse, which borrows it.
+    struct Mapped {
+        owner: memmap2::Mmap,
+        #[covariant]
+        dependent: ElfFile,
+    }
+);
+
+/// An opened input ELF file.
+pub struct ElfInput {
+    path: PathBuf,
+    elf: Mapped,
+    sections: HashMap<&'static str, SectionData>,
+    little_endian: bool,
+    relocatable: bool,
+    /// The symbol table and section headers, when they had to be read to open the
+    /// file (a relocatable object's section layout); the encoder reuses them.
+    symbols: Option<Arc<ElfSymbols>>,
+}
+
+impl ElfInput {
+    /// Maps `path` and prepares its debug sections. Fails with an error naming the
+    /// file if it cannot be read, is not an ELF file, or has no `.debug_info`.
+    pub fn open(path: &Path) -> Result<ElfInput, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
+        let elf = Mapped::try_new(map, |map| ElfFile::parse(map)).map_err(|e| e.in_file(path))?;
+        let parsed = elf.borrow_dependent();
+        let relocatable = parsed.is_relocatable();
+        let little_endian = parsed.is_little_endian();
+        // pahole reads modules through libdwfl, which relocates their DWARF with
+        // the section addresses it lays out itself: use the same addresses.
+        let symbols = if relocatable {
+            Some(Arc::new(
+                ElfSymbols::from_elf(parsed).map_err(|e| e.in_file(path))?,
+            ))
+        } else {
+            None
+        };
+        let layout: Vec<u64> = symbols
+            .iter()
+            .flat_map(|syms| syms.sections.iter().map(|s| s.addr))
+            .collect();
+        let sections =
+            with_elf!(parsed, f => debug_sections(f, &layout)).map_err(|e| e.in_file(path))?;
+        let input = ElfInput {
+            path: path.to_path_buf(),
+            elf,
+            sections,
+            little_endian,
+            relocatable,
+            symbols,
+        };
+        if input.section(".debug_info").is_empty() {
+            return Err(ElfError::NoDebugInfo.in_file(path));
+        }
+        Ok(input)
+    }
+
+    /// The file this was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file is little-endian.
+    pub fn is_little_endian(&self) -> bool {
+        self.little_endian
+    }
+
+    /// Whether the file is a relocatable object (a kernel module).
+    pub fn is_relocatable(&self) -> bool {
+        self.relocatable
+    }
+
+    /// The (uncompressed, relocated) bytes of a debug section; empty if absent.
+    pub fn section(&self, name: &str) -> &[u8] {
+        match self.sections.get(name) {
+            Some(SectionData::Mapped { start, len }) => &self.bytes()[*start..*start + *len],
+            Some(SectionData::Owned(v)) => v,
+            None => &[],
+        }
+    }
+
+    /// The symbol table and section headers if opening the file read them (a
+    /// relocatable object), so they are not parsed twice.
+    pub fn parsed_symbols(&self) -> Option<Arc<ElfSymbols>> {
+        self.symbols.clone()
+    }
+
+    /// The tables the function and variable encoders need, from the one parse: the
+    /// symbols (those opening the file read, else read now) and, if `kfuncs`, the
+    /// kfunc sets (else none). Both are owned, so the pages of `.symtab` and
+    /// `.strtab` are given back afterwards.
+    pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), Error> {
+        let elf = self.elf();
+        let syms = match self.parsed_symbols() {
+            Some(syms) => syms,
+            None => Arc::new(ElfSymbols::from_elf(elf).map_err(|e| e.in_file(&self.path))?),
+        };
+        let kfuncs = if kfuncs {
+            Kfuncs::from_elf(elf).map_err(|e| e.in_file(&self.path))?
+        } else {
+            Kfuncs::default()
+        };
+        for s in &syms.sections {
+            if s.sh_type == object::elf::SHT_SYMTAB || &*s.name == ".strtab" {
+                let start = usize::try_from(s.file_offset).unwrap_or(usize::MAX);
+                let end = start.saturating_add(usize::try_from(s.size).unwrap_or(usize::MAX));
+                if end <= self.bytes().len() {
+                    // Best effort: a page not given back costs memory, not correctness.
+                    let _ = crate::mmap::release_range(self.map(), start..end);
+                }
+            }
+        }
+        Ok((syms, kfuncs))
+    }
+
+    /// The one parse of the file.
+    pub fn elf(&self) -> &ElfFile<'_> {
+        self.elf.borrow_dependent()
+    }
+
+    /// The whole mapped file.
+    pub fn bytes(&self) -> &[u8] {
+        self.elf.borrow_owner()
+    }
+
+    /// The mapping itself, to release pages of consumed sections
+    /// ([`crate::mmap::ReleaseFront`]).
+    pub fn map(&self) -> &memmap2::Mmap {
+        self.elf.borrow_owner()
+    }
+}
+
+/// Parses the ELF file `data`, read from `path`, and reads something out of it with
+/// `read`; an error names the file. For tables read from a file that is not an
+/// opened [`ElfInput`] (whose one parse serves them otherwise).
+pub fn read_file<T>(
+    path: &Path,
+    data: &[u8],
+    read: impl FnOnce(&ElfFile<'_>) -> Result<T, ElfError>,
+) -> Result<T, Error> {
+    ElfFile::parse(data)
+        .and_then(|elf| read(&elf))
+        .map_err(|e| e.in_file(path))
+}
+
+/// Locates (and for a module relocates) the [`DEBUG_SECTIONS`] of `f`, with the
+/// section addresses `layout` (libdwfl's, for a relocatable object).
+fn debug_sections<'a, Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'a, Elf>,
+    layout: &[u64],
+) -> Result<HashMap<&'static str, SectionData>, ElfError> {
+    let mut sections = HashMap::new();
+    for &name in DEBUG_SECTIONS {
+        let Some(sec) = f.section_by_name(name) else {
+            continue;
+        };
+        sections.insert(name, load_section(f, &sec, name, layout)?);
+    }
+    Ok(sections)
+}
+
+/// Loads one section: in place when possible, otherwise an owned, inflated and
+/// relocated copy.
+fn load_section<'a, Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'a, Elf>,
+    sec: &object::read::elf::ElfSection<'a, '_, Elf>,
+    name: &str,
+    layout: &[u64],
+) -> Result<SectionData, ElfError> {
+    let data_err = |err| ElfError::SectionData {
+        section: name.to_string(),
+        err,
+    };
+    let range = sec.compressed_file_range().map_err(data_err)?;
+    let compressed = range.format != object::CompressionFormat::None;
+    if compressed
+        && !plausible_inflation(range.format, range.compressed_size, range.uncompressed_size)
+    {
+        // The claimed size would size the buffer the section is inflated into.
+        return Err(ElfError::ImplausibleCompression {
+            section: name.to_string(),
+            claimed: range.uncompressed_size,
+            compressed: range.compressed_size,
+        });
+    }
+    let relocatable = f.kind() == object::ObjectKind::Relocatable;
+    let has_relocs = relocatable && sec.relocations().next().is_some();
+    if !compressed && !has_relocs {
+        let Some((off, size)) = sec.file_range() else {
+            // SHT_NOBITS: no bytes in the file.
+            return Ok(SectionData::Owned(Vec::new()));
+        };
+        let out_of_bounds = || ElfError::SectionOutOfBounds {
+            section: name.to_string(),
+        };
+        let start = usize::try_from(off).map_err(|_| out_of_bounds())?;
+        let len = usize::try_from(size).map_err(|_| out_of_bounds())?;
+        if start
+            .checked_add(len)
+            .is_none_or(|end| end > f.data().len())
+        {
+            return Err(out_of_bounds());
+        }
+        return Ok(SectionData::Mapped { start, len });
+    }
+    let mut bytes = sec.uncompressed_data().map_err(data_err)?.into_owned();
+    if has_relocs {
+        reloc::apply_relocations(f, sec, &mut bytes, layout).map_err(|(offset, problem)| {
+            ElfError::Relocation {
+                section: name.to_string(),
+                offset,
+                problem,
+            }
+        })?;
+    }
+    Ok(SectionData::Owned(bytes))
+}
+
+/// Whether `compressed` bytes can inflate to `claimed` bytes: deflate reaches at most
+/// 1032:1, zstd (RLE blocks) about 43,700:1. A larger claim is a damaged header, and
+/// must not size an allocation (a fuzzed header asked for 2^56 bytes).
+fn plausible_inflation(format: object::CompressionFormat, compressed: u64, claimed: u64) -> bool {
+    let ratio = match format {
+        object::CompressionFormat::Zlib => 1032,
+        _ => 1 << 16,
+    };
+    claimed <= compressed.saturating_mul(ratio).saturating_add(4096)
+}
