@@ -358,7 +358,7 @@ impl RiscvOp {
     }
 }
 
-fn read_uint(slot: &[u8], le: bool) -> u64 {
+pub(crate) fn read_uint(slot: &[u8], le: bool) -> u64 {
     let mut v = 0u64;
     for i in 0..slot.len() {
         let b = if le {

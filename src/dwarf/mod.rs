@@ -9,8 +9,18 @@ pub mod die;
 #[allow(non_upper_case_globals)]
 pub mod lto;
 pub mod ops;
-#[allow(non_upper_case_globals)]
 pub mod types;
+
+// The parser behind `types::parse_cu`: tree walk, DIE → record, attribute
+// decoding, locations.
+#[allow(non_upper_case_globals)]
+mod attrs;
+#[allow(non_upper_case_globals)]
+mod locs;
+#[allow(non_upper_case_globals)]
+mod record;
+#[allow(non_upper_case_globals)]
+mod walk;
 
 use crate::elf::ElfInput;
 use crate::Error;
