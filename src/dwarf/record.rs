@@ -4,7 +4,8 @@
 //! under their pointer, member decl tags numbered).
 
 use super::attrs::Attrs;
-use super::die::Val;
+use super::die::{DieError, Val};
+use super::error::DwarfErrorKind;
 use super::types::{
     AnnotDie, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, MemberDie, ParamDie,
     RefKind, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
@@ -27,16 +28,16 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         off: u32,
         a: Attrs<'a>,
         s: &mut Scratch<'a>,
-    ) -> FrameKind {
-        let ref_die = |kind| TypeDie::Ref {
-            kind,
-            name: a.name,
-            ty: a.ty,
-        };
-        match tag {
+    ) -> Result<FrameKind, DieError> {
+        Ok(match tag {
             DW_TAG_base_type => {
-                let byte_size = a.byte_size.unwrap_or(0) as u32;
-                let bit_size = a.bit_size.map_or(byte_size.wrapping_mul(8), |b| b as u32);
+                let byte_size = fits_u32("DW_AT_byte_size", a.byte_size)?;
+                let bit_size = match a.bit_size {
+                    Some(b) => fits_u32("DW_AT_bit_size", Some(b))?,
+                    None => byte_size
+                        .checked_mul(8)
+                        .ok_or_else(|| too_large("DW_AT_byte_size", byte_size.into()))?,
+                };
                 self.push_type(
                     off,
                     TypeDie::Base {
@@ -48,40 +49,36 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 );
                 FrameKind::Other
             }
-            DW_TAG_pointer_type => {
-                self.push_type(off, ref_die(RefKind::Pointer));
-                FrameKind::Pointer
-            }
-            DW_TAG_const_type => {
-                self.push_type(off, ref_die(RefKind::Const));
-                FrameKind::Other
-            }
-            DW_TAG_volatile_type => {
-                self.push_type(off, ref_die(RefKind::Volatile));
-                FrameKind::Other
-            }
-            DW_TAG_restrict_type => {
-                self.push_type(off, ref_die(RefKind::Restrict));
-                FrameKind::Other
-            }
-            DW_TAG_atomic_type => {
-                self.push_type(off, ref_die(RefKind::Alias));
-                FrameKind::Other
-            }
-            DW_TAG_unspecified_type => {
+            DW_TAG_pointer_type
+            | DW_TAG_const_type
+            | DW_TAG_volatile_type
+            | DW_TAG_restrict_type
+            | DW_TAG_atomic_type
+            | DW_TAG_unspecified_type
+            | DW_TAG_typedef => {
+                let (kind, frame) = match tag {
+                    DW_TAG_pointer_type => (RefKind::Pointer, FrameKind::Pointer),
+                    DW_TAG_const_type => (RefKind::Const, FrameKind::Other),
+                    DW_TAG_volatile_type => (RefKind::Volatile, FrameKind::Other),
+                    DW_TAG_restrict_type => (RefKind::Restrict, FrameKind::Other),
+                    DW_TAG_typedef => (RefKind::Typedef, FrameKind::Typedef),
+                    // atomic_type stands for its target, unspecified_type for void.
+                    _ => (RefKind::Alias, FrameKind::Other),
+                };
+                let ty = if tag == DW_TAG_unspecified_type {
+                    DieRef::VOID
+                } else {
+                    a.ty
+                };
                 self.push_type(
                     off,
                     TypeDie::Ref {
-                        kind: RefKind::Alias,
+                        kind,
                         name: a.name,
-                        ty: DieRef::VOID,
+                        ty,
                     },
                 );
-                FrameKind::Other
-            }
-            DW_TAG_typedef => {
-                self.push_type(off, ref_die(RefKind::Typedef));
-                FrameKind::Typedef
+                frame
             }
             DW_TAG_structure_type | DW_TAG_union_type | DW_TAG_class_type => {
                 self.push_type(
@@ -90,7 +87,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         is_union: tag == DW_TAG_union_type,
                         declaration: a.declaration,
                         name: a.name,
-                        size: a.byte_size.unwrap_or(0) as u32,
+                        size: fits_u32("DW_AT_byte_size", a.byte_size)?,
                         members: &[],
                     },
                 );
@@ -101,7 +98,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     off,
                     TypeDie::Enum {
                         name: a.name,
-                        size: a.byte_size.unwrap_or(0) as u32,
+                        size: fits_u32("DW_AT_byte_size", a.byte_size)?,
                         ty: a.ty,
                         values: &[],
                     },
@@ -133,16 +130,21 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 s.members.push(MemberDie {
                     name: a.name,
                     ty: a.ty,
-                    bit_offset: a
-                        .data_bit_offset
-                        .unwrap_or_else(|| a.member_location.unwrap_or(0).wrapping_mul(8)),
-                    bit_size: a.bit_size.unwrap_or(0) as u32,
+                    bit_offset: match (a.data_bit_offset, a.member_location) {
+                        (Some(b), _) => b,
+                        (None, l) => {
+                            let l = l.unwrap_or(0);
+                            l.checked_mul(8)
+                                .ok_or_else(|| too_large("DW_AT_data_member_location", l))?
+                        }
+                    },
+                    bit_size: fits_u32("DW_AT_bit_size", a.bit_size)?,
                     old_bit_offset: if a.data_bit_offset.is_none() {
                         a.bit_offset
                     } else {
                         None
                     },
-                    byte_size: a.byte_size.unwrap_or(0) as u32,
+                    byte_size: fits_u32("DW_AT_byte_size", a.byte_size)?,
                 });
                 FrameKind::Member
             }
@@ -240,7 +242,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 FrameKind::Other
             }
             _ => FrameKind::Other,
-        }
+        })
     }
 
     /// A `btf_type_tag` under a pointer, or a `btf_decl_tag` under a type or member.
@@ -403,4 +405,16 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             _ => {}
         }
     }
+}
+
+/// An attribute value too large for the field it goes into.
+fn too_large(what: &'static str, value: u64) -> DieError {
+    DwarfErrorKind::TooLarge { what, value }
+}
+
+/// Attribute `what` (0 if absent) as the u32 BTF keeps it in: larger is an error,
+/// not a truncation (pahole would truncate it).
+fn fits_u32(what: &'static str, v: Option<u64>) -> Result<u32, DieError> {
+    let v = v.unwrap_or(0);
+    u32::try_from(v).map_err(|_| too_large(what, v))
 }

@@ -6,6 +6,7 @@
 
 use super::attrs::{is_needed, take_attr, Attrs};
 use super::die::{Cur, DieError, Op, Place, Plan, UnitEnc, Val};
+use super::error::DwarfErrorKind;
 use super::types::{
     AnnotDie, CuTypes, DeclTagDie, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie, Name,
     ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
@@ -238,19 +239,38 @@ fn parse_cu_at<'a, 'i: 'a>(
         .range_from(UnitOffset(header.header_size())..)
         .map_err(|e| dw.unit_error(idx, e))?;
     let encoding = header.encoding();
-    let enc = UnitEnc::of(dw, encoding, place);
+    let mut enc = UnitEnc::of(dw, encoding, place);
+    // Unit offsets (rebased to the group's start) are kept as u32: the unit must
+    // end below 4 GB of its group, so that no offset or reference into it truncates.
+    let unit_len = header.length_including_self() as u64;
+    let (base, _end) = u32::try_from(header.header_size())
+        .ok()
+        .and_then(|h| h.checked_add(place.rebase))
+        .zip(u32::try_from(unit_len + u64::from(place.rebase)).ok())
+        .ok_or_else(|| {
+            dw.dwarf_error(
+                idx,
+                None,
+                DwarfErrorKind::TooLarge {
+                    what: "unit length",
+                    value: unit_len,
+                },
+            )
+        })?;
+    enc.unit_len = unit_len;
     let mut p = Parser {
         enc,
         abbrevs: &abbrevs,
         plans: Vec::new(),
         far_plans: HashMap::new(),
-        base: header.header_size() as u32 + place.rebase,
+        base,
         acc: std::mem::replace(acc, Acc::new(bump)),
         debug_addr: dw.input.section(".debug_addr"),
         addr_base: 0,
         loclists: dw.input.section(".debug_loclists"),
         loclists_base: 0,
         loc_min: Cell::new(u64::MAX),
+        die: base,
     };
     let data = entries.slice();
     let RootAttrs {
@@ -259,7 +279,7 @@ fn parse_cu_at<'a, 'i: 'a>(
         addr_base,
         loclists_base,
         producer,
-    } = p.root(data).map_err(|e| dw.unit_error(idx, e))?;
+    } = p.root(data).map_err(|e| p.error(dw, idx, e))?;
     // Plans do not depend on the string offsets base: keep them.
     p.enc.str_offsets_base = str_offsets_base;
     let producer_clang = producer.is_some_and(|v| p.producer_is_clang(v));
@@ -276,10 +296,10 @@ fn parse_cu_at<'a, 'i: 'a>(
     p.addr_base = addr_base;
     p.loclists_base = loclists_base;
     let mut scratch = Scratch::default();
-    let ran = p.run(data, &mut scratch);
+    let ran = p.run(data, &mut scratch).map_err(|e| p.error(dw, idx, e));
     let loc_min = p.loc_min.get();
     p.give_back(acc);
-    ran.map_err(|e| dw.unit_error(idx, e))?;
+    ran?;
     Ok(UnitInfo {
         language,
         address_size: encoding.address_size,
@@ -320,6 +340,8 @@ pub(super) struct Parser<'a, 'i, 'u> {
     pub(super) loclists_base: u64,
     /// The lowest location list offset met (see `CuTypes::loclists_start`).
     pub(super) loc_min: Cell<u64>,
+    /// Unit offset (rebased) of the DIE being read, for errors.
+    pub(super) die: u32,
 }
 
 /// The attributes of a unit's root DIE that reading its other DIEs needs.
@@ -340,7 +362,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     /// The plan of abbreviation `code`.
     #[inline]
     fn plan(&mut self, code: u64) -> Result<&Plan, DieError> {
-        let missing = || DieError(format!("unknown abbreviation code {code}"));
+        let missing = || DwarfErrorKind::UnknownAbbrev(code);
         if code < DENSE_CODES {
             let i = code as usize;
             if i >= self.plans.len() {
@@ -373,7 +395,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let abbrev = self
             .abbrevs
             .get(code)
-            .ok_or_else(|| DieError(format!("unknown abbreviation code {code}")))?;
+            .ok_or(DwarfErrorKind::UnknownAbbrev(code))?;
         for spec in abbrev.attributes() {
             let (name, form) = (spec.name(), spec.form());
             let implicit = spec.implicit_const_value().unwrap_or(0);
@@ -397,7 +419,12 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             if let Val::U(v) = enc.read(&mut c, form, implicit)? {
                 match slot {
                     Some(x) => *x = v,
-                    None => r.language = v as u16,
+                    None => {
+                        r.language = u16::try_from(v).map_err(|_| DwarfErrorKind::TooLarge {
+                            what: "DW_AT_language",
+                            value: v,
+                        })?
+                    }
                 }
             }
         }
@@ -412,6 +439,12 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             Ok(Val::Str(s)) => s.bytes().windows(5).any(|w| w == b"clang"),
             _ => false,
         }
+    }
+
+    /// Error `kind` in the DIE being read, with its place.
+    fn error(&self, dw: &DwarfInput<'_>, idx: usize, kind: DwarfErrorKind) -> crate::Error {
+        let in_unit = self.die - self.enc.place.rebase;
+        dw.dwarf_error(idx, Some(u64::from(in_unit)), kind)
     }
 
     /// Moves the parsed arrays back into `acc`.
@@ -431,7 +464,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let mut cursor = Cur::new(data, enc.little);
         let mut depth: isize = 0;
         while !cursor.is_empty() {
+            // Below the unit's end, checked to fit u32 (parse_cu_at).
+            #[allow(clippy::cast_possible_truncation)]
             let off = self.base + cursor.pos() as u32;
+            self.die = off;
             let code = cursor.uleb()?;
             if code == 0 {
                 depth -= 1;
@@ -509,12 +545,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             if a.far_ref {
                 // pahole merges such units (LTO builds) before encoding; we do not
                 // yet, and will not guess: refuse rather than write wrong types.
-                return Err(DieError(format!(
-                    "DIE at unit offset {off:#x} refers to a type in another unit \
-                     (DW_FORM_ref_addr/ref_sig8, as in LTO builds or type units): not supported"
-                )));
+                return Err(DwarfErrorKind::FarTypeRef);
             }
-            let kind = self.handle(tag, parent, depth == 1, off, a, s);
+            let kind = self.handle(tag, parent, depth == 1, off, a, s)?;
             if has_children {
                 let index = match kind {
                     FrameKind::Subprogram => self.acc.funcs.len() - 1,
