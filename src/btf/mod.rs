@@ -5,7 +5,6 @@
 //! over vmlinux) holds an `Arc` of its base: its type ids continue after the base's
 //! last id and its string offsets after the end of the base's string section.
 
-
 pub mod dump;
 pub mod layout;
 pub mod read;

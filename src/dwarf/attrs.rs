@@ -123,7 +123,6 @@ fn unsigned(v: Val<'_>) -> Option<u64> {
     }
 }
 
-
 /// The offset of a `DW_OP_plus_uconst N` member location expression.
 fn plus_uconst(e: &[u8]) -> Option<u64> {
     let (&op, rest) = e.split_first()?;

@@ -24,8 +24,8 @@ mod record;
 mod walk;
 
 use crate::elf::ElfInput;
-use error::{DwarfError, DwarfErrorKind};
 use crate::Error;
+use error::{DwarfError, DwarfErrorKind};
 use gimli::{EndianSlice, RunTimeEndian};
 
 /// The reader every DWARF section is read through: a slice of the input.

@@ -7,8 +7,8 @@ use super::attrs::Attrs;
 use super::die::{DieError, Val};
 use super::error::DwarfErrorKind;
 use super::types::{
-    AnnotDie, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, MemberDie, ParamDie,
-    RefKind, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
+    AnnotDie, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, MemberDie, ParamDie, RefKind,
+    TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
 };
 use super::walk::{Frame, FrameKind, Parser, Scratch};
 use gimli::constants::*;

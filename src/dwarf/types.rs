@@ -311,7 +311,6 @@ pub struct VarDie<'a> {
     pub annots: &'a [AnnotDie<'a>],
 }
 
-
 /// The type DIEs of one unit, in DIE order, allocated in the unit's arena.
 #[derive(Debug)]
 pub struct CuTypes<'a> {

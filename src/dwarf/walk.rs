@@ -587,7 +587,6 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     }
 }
 
-
 /// The DIE tags that are types pahole encodes (or follows).
 fn is_type_tag(tag: DwTag) -> bool {
     matches!(

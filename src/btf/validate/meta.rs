@@ -286,7 +286,12 @@ impl<'a> Validator<'a> {
         }
     }
 
-    pub(super) fn check_enum_meta(&mut self, size: u32, name: &[u8], values: impl Iterator<Item = StrOffset>) {
+    pub(super) fn check_enum_meta(
+        &mut self,
+        size: u32,
+        name: &[u8],
+        values: impl Iterator<Item = StrOffset>,
+    ) {
         if !matches!(size, 1 | 2 | 4 | 8) {
             self.problem(format!("enum of size {size} (must be 1, 2, 4 or 8)"));
         }

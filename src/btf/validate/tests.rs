@@ -1,5 +1,6 @@
 //! The validator on small hand-made BTF.
 
+use super::*;
 
 fn base() -> Btf {
     let mut b = Btf::new(None);
