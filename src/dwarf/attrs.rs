@@ -1,7 +1,8 @@
 //! Attribute decoding: the attributes of a DIE the encoder reads ([`is_needed`]),
 //! and how each decoded value ([`Val`]) lands in a DIE's [`Attrs`].
 
-use super::die::{Cur, Val};
+use super::die::{Cur, DieError, Val};
+use super::error::DwarfErrorKind;
 use super::types::{DieRef, Name};
 use gimli::constants::*;
 
@@ -39,7 +40,7 @@ pub(super) struct Attrs<'a> {
 
 /// Stores one decoded attribute in `a`.
 #[inline]
-pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
+pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) -> Result<(), DieError> {
     match name {
         DW_AT_name => {
             if let Val::Str(s) = v {
@@ -48,7 +49,7 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
         }
         DW_AT_type => {
             a.ty = match v {
-                Val::Ref(o) => DieRef(o as u32),
+                Val::Ref(o) => DieRef(o),
                 Val::FarRef => {
                     a.far_ref = true;
                     DieRef::VOID
@@ -74,7 +75,10 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
         }
         DW_AT_encoding => {
             if let Val::U(e) = v {
-                a.encoding = e as u8;
+                a.encoding = u8::try_from(e).map_err(|_| DwarfErrorKind::TooLarge {
+                    what: "DW_AT_encoding",
+                    value: e,
+                })?;
             }
         }
         DW_AT_declaration => a.declaration = matches!(v, Val::U(x) if x != 0),
@@ -86,12 +90,12 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
         }
         DW_AT_abstract_origin => {
             if let Val::Ref(o) = v {
-                a.origin = DieRef(o as u32);
+                a.origin = DieRef(o);
             }
         }
         DW_AT_specification => {
             if let Val::Ref(o) = v {
-                a.spec = DieRef(o as u32);
+                a.spec = DieRef(o);
             }
         }
         DW_AT_low_pc => a.low_pc = Some(v),
@@ -110,6 +114,7 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) {
         DW_AT_lower_bound => a.lower_bound = unsigned(v),
         _ => {}
     }
+    Ok(())
 }
 
 /// A constant as unsigned (sdata reinterpreted); None for other shapes (bounds

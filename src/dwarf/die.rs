@@ -131,6 +131,18 @@ impl<'i> Cur<'i> {
         }
     }
 
+    /// The bytes of a block (`DW_FORM_block*`, `exprloc`): its length, then them.
+    #[inline]
+    fn block(&mut self, form: DwForm) -> Result<&'i [u8]> {
+        let n = match form {
+            DW_FORM_block1 => self.uint(1)?,
+            DW_FORM_block2 => self.uint(2)?,
+            DW_FORM_block4 => self.uint(4)?,
+            _ => self.uleb()?,
+        };
+        self.take(usize::try_from(n).map_err(|_| eof())?)
+    }
+
     /// A NUL-terminated string (without the NUL).
     #[inline]
     fn cstr(&mut self) -> Result<&'i [u8]> {
@@ -152,6 +164,13 @@ pub fn str_at(sec: &[u8], off: u64) -> Result<Name<'_>> {
         .ok_or(DwarfErrorKind::BadStrOffset(off))
 }
 
+/// The form a `DW_FORM_indirect` names.
+fn indirect(f: u64) -> Result<DwForm> {
+    u16::try_from(f)
+        .map(DwForm)
+        .map_err(|_| DwarfErrorKind::UnknownForm(f))
+}
+
 /// A decoded attribute value: only the shapes the encoder reads.
 #[derive(Clone, Copy, Debug)]
 pub enum Val<'i> {
@@ -159,8 +178,8 @@ pub enum Val<'i> {
     U(u64),
     /// `sdata`, `implicit_const`: sign-extended.
     S(i64),
-    /// A reference within the unit (unit offset).
-    Ref(u64),
+    /// A reference within the unit (unit offset, relative to its group's start).
+    Ref(u32),
     /// A string.
     Str(Name<'i>),
     /// A `DW_OP_*` expression.
@@ -277,27 +296,14 @@ impl<'i> UnitEnc<'i> {
             | DW_FORM_GNU_addr_index
             | DW_FORM_GNU_str_index => c.uleb().map(|_| ()),
             DW_FORM_string => c.cstr().map(|_| ()),
-            DW_FORM_block1 => {
-                let n = c.uint(1)?;
-                c.skip(n as usize)
-            }
-            DW_FORM_block2 => {
-                let n = c.uint(2)?;
-                c.skip(n as usize)
-            }
-            DW_FORM_block4 => {
-                let n = c.uint(4)?;
-                c.skip(n as usize)
-            }
-            DW_FORM_block | DW_FORM_exprloc => {
-                let n = c.uleb()?;
-                c.skip(usize::try_from(n).map_err(|_| eof())?)
+            DW_FORM_block1 | DW_FORM_block2 | DW_FORM_block4 | DW_FORM_block | DW_FORM_exprloc => {
+                c.block(form).map(|_| ())
             }
             DW_FORM_indirect => {
                 let f = c.uleb()?;
-                self.skip(c, DwForm(f as u16))
+                self.skip(c, indirect(f)?)
             }
-            _ => Err(DwarfErrorKind::UnknownForm(form.0)),
+            _ => Err(DwarfErrorKind::UnknownForm(form.0.into())),
         }
     }
 
@@ -325,7 +331,7 @@ impl<'i> UnitEnc<'i> {
                 if t < start || t >= end {
                     return Err(DwarfErrorKind::RefOutsideGroup(t));
                 }
-                Val::Ref(t - start)
+                Val::Ref(u32::try_from(t - start).map_err(|_| DwarfErrorKind::RefOutsideGroup(t))?)
             }
             DW_FORM_ref_addr | DW_FORM_ref_sig8 | DW_FORM_ref_sup4 | DW_FORM_ref_sup8
             | DW_FORM_GNU_ref_alt => {
@@ -349,25 +355,8 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_strx2 => Val::Str(self.strx(c.uint(2)?)?),
             DW_FORM_strx3 => Val::Str(self.strx(c.uint(3)?)?),
             DW_FORM_strx4 => Val::Str(self.strx(c.uint(4)?)?),
-            DW_FORM_exprloc => {
-                let n = c.uleb()?;
-                Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
-            }
-            DW_FORM_block1 => {
-                let n = c.uint(1)?;
-                Val::Expr(c.take(n as usize)?)
-            }
-            DW_FORM_block2 => {
-                let n = c.uint(2)?;
-                Val::Expr(c.take(n as usize)?)
-            }
-            DW_FORM_block4 => {
-                let n = c.uint(4)?;
-                Val::Expr(c.take(n as usize)?)
-            }
-            DW_FORM_block => {
-                let n = c.uleb()?;
-                Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
+            DW_FORM_exprloc | DW_FORM_block1 | DW_FORM_block2 | DW_FORM_block4 | DW_FORM_block => {
+                Val::Expr(c.block(form)?)
             }
             DW_FORM_addr => Val::Addr(c.uint(self.addr_size as usize)?),
             DW_FORM_addrx | DW_FORM_GNU_addr_index => Val::AddrX(c.uleb()?),
@@ -378,7 +367,7 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_loclistx => Val::LocListX(c.uleb()?),
             DW_FORM_indirect => {
                 let f = c.uleb()?;
-                return self.read(c, DwForm(f as u16), implicit);
+                return self.read(c, indirect(f)?, implicit);
             }
             _ => {
                 self.skip(c, form)?;
@@ -395,7 +384,9 @@ impl<'i> UnitEnc<'i> {
         if o >= self.unit_len {
             return Err(DwarfErrorKind::BadReference(o));
         }
-        Ok(Val::Ref(o + u64::from(self.place.rebase)))
+        u32::try_from(o + u64::from(self.place.rebase))
+            .map(Val::Ref)
+            .map_err(|_| DwarfErrorKind::BadReference(o))
     }
 
     /// The string at index `i` of the unit's string offsets table.

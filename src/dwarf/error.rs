@@ -15,7 +15,7 @@ pub enum DwarfErrorKind {
     /// A DIE's abbreviation code is not in the unit's abbreviation table.
     UnknownAbbrev(u64),
     /// An attribute form this reader does not know.
-    UnknownForm(u16),
+    UnknownForm(u64),
     /// A string offset past the end of its string section.
     BadStrOffset(u64),
     /// A string index past the end of the unit's string offsets table.

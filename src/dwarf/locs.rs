@@ -1,6 +1,10 @@
 //! Locations: the unit's location lists ([`LocCtx`]), a parameter's
 //! `DW_AT_location` ([`LocDie`]), a variable's static address, and the
 //! `.debug_addr` / `.debug_loclists` index tables they go through.
+//!
+//! An index or offset outside its table reads as no location (no address), as a
+//! failing libdw lookup does for pahole: the function or variable is then treated
+//! as one without a location, as pahole treats it.
 
 use super::die::{Cur, Val};
 use super::types::LocDie;
@@ -24,10 +28,11 @@ impl<'a> LocCtx<'a> {
     /// (base address entries hold none); ends at the list's end or at the first
     /// entry that cannot be read.
     pub fn list_exprs(&self, off: u64) -> impl Iterator<Item = &'a [u8]> {
-        let mut entries = self
-            .lists
-            .raw_locations(gimli::LocationListsOffset(off as usize), self.encoding)
-            .ok();
+        let mut entries = usize::try_from(off).ok().and_then(|off| {
+            self.lists
+                .raw_locations(gimli::LocationListsOffset(off), self.encoding)
+                .ok()
+        });
         std::iter::from_fn(move || loop {
             use gimli::RawLocListEntry as E;
             match entries.as_mut()?.next().ok().flatten()? {
@@ -47,17 +52,25 @@ impl<'a> LocCtx<'a> {
 impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     /// The address at index `i` of the unit's `.debug_addr` table.
     pub(super) fn addrx(&self, i: u64) -> Option<u64> {
-        let size = self.enc.addr_size as u64;
-        let at = usize::try_from(self.addr_base.checked_add(i.checked_mul(size)?)?).ok()?;
-        let b = self.debug_addr.get(at..at.checked_add(size as usize)?)?;
+        let size = self.enc.addr_size;
+        let at = self
+            .addr_base
+            .checked_add(i.checked_mul(u64::from(size))?)?;
+        let at = usize::try_from(at).ok()?;
+        let b = self
+            .debug_addr
+            .get(at..at.checked_add(usize::from(size))?)?;
         Some(read_uint(b, self.enc.little))
     }
 
     /// The `.debug_loclists` offset of location list `i` of the unit.
     fn loclistx(&self, i: u64) -> Option<u64> {
-        let size = self.enc.offset_size as u64;
-        let at = usize::try_from(self.loclists_base.checked_add(i.checked_mul(size)?)?).ok()?;
-        let b = self.loclists.get(at..at.checked_add(size as usize)?)?;
+        let size = self.enc.offset_size;
+        let at = self
+            .loclists_base
+            .checked_add(i.checked_mul(u64::from(size))?)?;
+        let at = usize::try_from(at).ok()?;
+        let b = self.loclists.get(at..at.checked_add(usize::from(size))?)?;
         self.loclists_base
             .checked_add(read_uint(b, self.enc.little))
     }
@@ -85,7 +98,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         };
         let (&op, rest) = e.split_first()?;
         if op == DW_OP_addr.0 {
-            let n = self.enc.addr_size as usize;
+            let n = usize::from(self.enc.addr_size);
             Some(read_uint(rest.get(..n)?, self.enc.little))
         } else if op == DW_OP_addrx.0 || op == DW_OP_GNU_addr_index.0 {
             let mut c = Cur::new(rest, self.enc.little);

@@ -125,7 +125,7 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
     let n = dw.units.len();
     let starts: Vec<u64> = (0..n).map(|i| dw.unit_start(i)).collect();
     // reach[u]: the last unit that a reference between u and a later unit reaches.
-    let mut reach: Vec<u32> = (0..n as u32).collect();
+    let mut reach: Vec<usize> = (0..n).collect();
     let input = dw.input;
     let info = input.section(".debug_info");
     let map = input.map();
@@ -137,14 +137,17 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
         scan_unit(dw, idx, header, |target| {
             let t = starts.partition_point(|&s| s <= target).saturating_sub(1);
             let (lo, hi) = (t.min(idx), t.max(idx));
-            reach[lo] = reach[lo].max(hi as u32);
+            reach[lo] = reach[lo].max(hi);
         })?;
         if let Some(f) = front
             .as_mut()
             .filter(|_| starts[idx] >= released_to + (4 << 20))
         {
             // Releasing only saves memory; a failure is no reason to stop.
-            let _ = f.release_through(map, info_start + starts[idx] as usize);
+            // A unit starts inside .debug_info, a slice of the mapping.
+            #[allow(clippy::cast_possible_truncation)]
+            let at = starts[idx] as usize;
+            let _ = f.release_through(map, info_start + at);
             released_to = starts[idx];
         }
     }
@@ -158,7 +161,7 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
             out.push(start..end + 1);
             start = u;
         }
-        end = end.max(r as usize);
+        end = end.max(r);
     }
     if n > 0 {
         out.push(start..n);

@@ -10,7 +10,7 @@ use super::types::{
     AnnotDie, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, MemberDie, ParamDie, RefKind,
     TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
 };
-use super::walk::{Frame, FrameKind, Parser, Scratch};
+use super::walk::{idx32, Frame, FrameKind, Parser, Scratch};
 use gimli::constants::*;
 
 impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
@@ -259,7 +259,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         };
         match (parent, kind) {
             (FrameKind::Pointer, 1) => {
-                s.ptr_tags.push(self.acc.types.len() as u32);
+                s.ptr_tags.push(idx32(self.acc.types.len()));
                 self.push_type(
                     off,
                     TypeDie::Ref {
@@ -290,11 +290,11 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     }
 
     /// Finishes an open DIE: moves its children's data into the arena.
-    pub(super) fn close(&mut self, f: Frame, s: &mut Scratch<'a>) {
+    pub(super) fn close(&mut self, f: Frame, s: &mut Scratch<'a>) -> Result<(), DieError> {
         let start = f.start as usize;
         match f.kind {
             FrameKind::Composite => {
-                let last = self.acc.types.len() as u32 - 1;
+                let last = idx32(self.acc.types.len()) - 1;
                 if last > f.index {
                     self.acc.nests.push((f.index, last));
                 }
@@ -368,7 +368,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     .find(|p| p.kind == FrameKind::Composite)
                     .copied();
                 if let Some(c) = comp {
-                    let idx = (start - c.start as usize) as i32;
+                    let n = start - c.start as usize;
+                    let idx = i32::try_from(n).map_err(|_| too_large("member index", n as u64))?;
                     for &value in &s.member_tags[f.tag_start as usize..] {
                         self.acc.decl_tags.push(DeclTagDie {
                             target: c.index,
@@ -404,6 +405,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             }
             _ => {}
         }
+        Ok(())
     }
 }
 

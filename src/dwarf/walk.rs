@@ -112,7 +112,8 @@ pub fn parse_group<'a, 'i: 'a>(
     let mut info: Option<UnitInfo<'a>> = None;
     for idx in units {
         let place = Place {
-            rebase: (dw.unit_start(idx) - start) as u32,
+            // Below `end - start`, checked above.
+            rebase: u32::try_from(dw.unit_start(idx) - start).expect("group span checked"),
             group: (start, end),
         };
         let u = parse_cu_at(dw, idx, bump, exclude, place, &mut acc)?;
@@ -204,7 +205,7 @@ impl<'a> Acc<'a> {
         // ranges nest, so the innermost is on top.
         let mut waiting: Vec<(u32, u32)> = Vec::new();
         let mut next = self.nests.iter().peekable();
-        for i in 0..self.types.len() as u32 {
+        for i in 0..idx32(self.types.len()) {
             while waiting.last().is_some_and(|w| w.1 < i) {
                 out.push(waiting.pop().expect("checked").0);
             }
@@ -355,6 +356,15 @@ struct RootAttrs<'i> {
     producer: Option<(gimli::DwForm, &'i [u8])>,
 }
 
+/// A count of (or index into) a unit's arrays, as the u32 the records keep it in:
+/// each entry comes from a DIE of its own, so there are fewer than the unit (or
+/// group) has bytes, which fit u32 (checked in `parse_cu_at`).
+#[allow(clippy::cast_possible_truncation)]
+#[inline]
+pub(super) fn idx32(n: usize) -> u32 {
+    n as u32
+}
+
 /// Abbreviation codes below this get a slot in the dense plan table.
 const DENSE_CODES: u64 = 1 << 16;
 
@@ -364,6 +374,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     fn plan(&mut self, code: u64) -> Result<&Plan, DieError> {
         let missing = || DwarfErrorKind::UnknownAbbrev(code);
         if code < DENSE_CODES {
+            // Below DENSE_CODES.
+            #[allow(clippy::cast_possible_truncation)]
             let i = code as usize;
             if i >= self.plans.len() {
                 self.plans.resize_with(i + 1, || None);
@@ -479,7 +491,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             };
             while s.stack.last().is_some_and(|f| f.depth >= depth) {
                 let f = s.stack.pop().unwrap();
-                self.close(f, s);
+                self.close(f, s)?;
             }
             let parent = match s.stack.last() {
                 Some(f) if f.depth == depth - 1 => f.kind,
@@ -537,7 +549,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         Op::SkipForm(form) => enc.skip(&mut cursor, form)?,
                         Op::Read(name, form, implicit) => {
                             let v = enc.read(&mut cursor, form, implicit)?;
-                            take_attr(&mut a, name, v);
+                            take_attr(&mut a, name, v)?;
                         }
                     }
                 }
@@ -558,7 +570,9 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         s.fparams.len() - 1 - sub
                     }
                     _ => self.acc.types.len().wrapping_sub(1),
-                } as u32;
+                };
+                // A frame with no type yet (none pushed) keeps u32::MAX: never read.
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
                 let (start, tag_start) = match kind {
                     FrameKind::Composite => (s.members.len(), 0),
                     FrameKind::Enum => (s.enumerators.len(), 0),
@@ -574,14 +588,14 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                     depth,
                     kind,
                     index,
-                    start: start as u32,
-                    tag_start: tag_start as u32,
+                    start: idx32(start),
+                    tag_start: idx32(tag_start),
                 });
                 depth += 1;
             }
         }
         while let Some(f) = s.stack.pop() {
-            self.close(f, s);
+            self.close(f, s)?;
         }
         Ok(())
     }
