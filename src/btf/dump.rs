@@ -45,9 +45,8 @@ fn linkage(l: u32) -> &'static str {
 
 /// Writes the dump of `btf`'s own types (for split BTF, not the base's) to `out`.
 pub fn dump(btf: &Btf, out: &mut impl Write) -> io::Result<()> {
-    let first = btf.first_id().0;
     for (i, t) in btf.types().iter().enumerate() {
-        dump_type(btf, TypeId(first + i as u32), t, out)?;
+        dump_type(btf, btf.id_at(i), t, out)?;
     }
     Ok(())
 }

@@ -50,11 +50,11 @@ impl Chains {
         };
         c.end[0] = 0;
         let mut path = Vec::new();
-        for start in 1..=count {
-            if c.end[start] != UNKNOWN {
+        for start in 1..=btf.type_count() {
+            if c.end[start as usize] != UNKNOWN {
                 continue;
             }
-            let mut cur = start as u32;
+            let mut cur = start;
             let result = loop {
                 let Some(t) = btf.get(TypeId(cur)) else {
                     break if cur == 0 { 0 } else { BROKEN };
@@ -80,11 +80,10 @@ impl Chains {
                 c.end[p as usize] = result;
             }
         }
-        for start in 1..=count {
-            if c.arrays[start] == Suffix::Unknown {
-                if let Some(TypeKind::Array { .. }) = btf.get(TypeId(start as u32)).map(|t| &t.kind)
-                {
-                    c.fill_array(btf, start as u32, &mut path);
+        for start in 1..=btf.type_count() {
+            if c.arrays[start as usize] == Suffix::Unknown {
+                if let Some(TypeKind::Array { .. }) = btf.get(TypeId(start)).map(|t| &t.kind) {
+                    c.fill_array(btf, start, &mut path);
                 }
             }
         }
@@ -101,12 +100,12 @@ impl Chains {
     pub(crate) fn array_size(&self, id: TypeId) -> Option<u32> {
         match self.arrays.get(id.0 as usize)? {
             Suffix::Ok { zero, product } => {
-                if *product > u32::MAX as u64 {
+                if *product > u64::from(u32::MAX) {
                     None
                 } else if *zero {
                     Some(0)
                 } else {
-                    Some(*product as u32)
+                    u32::try_from(*product).ok()
                 }
             }
             _ => None,
@@ -209,12 +208,12 @@ pub(crate) fn bad_type_tag_order(btf: &Btf) -> Vec<bool> {
             Some(TypeKind::TypeTag { .. })
         )
     };
-    for start in 1..=count {
-        if !matches!(st[start], St::Unknown) {
+    for start in 1..=btf.type_count() {
+        if !matches!(st[start as usize], St::Unknown) {
             continue;
         }
         path.clear();
-        let mut cur = start as u32;
+        let mut cur = start;
         let (mut tag_ahead, mut bad) = loop {
             let Some(next) = btf.get(TypeId(cur)).and_then(modifier_target) else {
                 break (false, false);

@@ -59,7 +59,7 @@ impl Validator<'_> {
             }
         }
         for j in loops {
-            self.cur = TypeId(first + j as u32);
+            self.cur = self.btf.id_at(j);
             self.problem("loop through non-pointer types (a type contains itself)");
         }
         // Pointer/modifier chains: each has one successor, so walk each chain once.
@@ -103,17 +103,16 @@ impl Validator<'_> {
             }
         }
         for j in bad {
-            self.cur = TypeId(first + j as u32);
+            self.cur = self.btf.id_at(j);
             self.problem("loop through pointers and modifiers only (no concrete type)");
         }
     }
 
     /// `btf_check_type_tags`: in a chain of modifiers, TYPE_TAGs come first.
     pub(super) fn check_type_tags(&mut self) {
-        let first = self.btf.first_id().0;
         let bad = super::chains::bad_type_tag_order(self.btf);
         for i in 0..self.btf.types().len() {
-            let id = first + i as u32;
+            let id = self.btf.id_at(i).0;
             if bad[id as usize] {
                 self.cur = TypeId(id);
                 self.problem("TYPE_TAG after a non-tag modifier in a modifier chain");

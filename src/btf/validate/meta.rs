@@ -6,9 +6,8 @@ use super::*;
 impl<'a> Validator<'a> {
     /// Per-record checks (`btf_check_meta` and the kinds' `check_meta`).
     pub(super) fn check_metas(&mut self) {
-        let first = self.btf.first_id().0;
         for (i, t) in self.btf.types().iter().enumerate() {
-            self.cur = TypeId(first + i as u32);
+            self.cur = self.btf.id_at(i);
             self.check_meta(t);
         }
     }

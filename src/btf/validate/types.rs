@@ -36,9 +36,8 @@ impl<'a> Validator<'a> {
     /// Checks that need other types (`btf_check_all_types`: the kinds' `resolve`, the
     /// member checks and `btf_func_proto_check`).
     pub(super) fn check_types(&mut self) {
-        let first = self.btf.first_id().0;
         for (i, t) in self.btf.types().iter().enumerate() {
-            self.cur = TypeId(first + i as u32);
+            self.cur = self.btf.id_at(i);
             self.check_type(t);
         }
     }
@@ -216,9 +215,10 @@ impl<'a> Validator<'a> {
         let kname = t.kind().name();
         match &rt.kind {
             TypeKind::Int { bits, offset, .. } => {
-                let (bits, offset) = (*bits as u64, *offset as u64);
+                let (rt_bits, rt_offset) = (*bits, *offset);
+                let (bits, offset) = (u64::from(rt_bits), u64::from(rt_offset));
                 if c.kflag {
-                    if !int_is_regular(bits as u8, offset as u8) {
+                    if !int_is_regular(rt_bits, rt_offset) {
                         self.problem(format!("{at}: base INT is not whole bytes"));
                         return;
                     }
