@@ -339,6 +339,7 @@ mod tests {
     /// Random graphs of modifiers, tags, arrays (counts 0, small, huge), pointers,
     /// ints, FWDs and DATASECs, with loops and dangling ids: memo = naive walks.
     #[test]
+    #[allow(clippy::cast_possible_truncation)] // random numbers below small bounds
     fn memo_agrees_with_naive_walks() {
         let mut seed = 0x1234_5678_9abc_def0u64;
         let mut rnd = |n: u64| {

@@ -48,7 +48,7 @@ fn two_pointers(long_size: u32, size: u32) -> Btf {
             size: long_size,
             encoding: INT_SIGNED,
             offset: 0,
-            bits: (long_size * 8) as u8,
+            bits: u8::try_from(long_size * 8).unwrap(),
         },
     });
     let (s, next, prev) = (
