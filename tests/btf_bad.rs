@@ -16,12 +16,7 @@ fn good_model() -> Btf {
     let t = b.push_str(b"t");
     b.push_type(Type {
         name: int,
-        kind: TypeKind::Int {
-            size: 4,
-            encoding: INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
+        kind: TypeKind::int(32, INT_SIGNED),
     });
     b.push_type(Type {
         name: StrOffset::EMPTY,

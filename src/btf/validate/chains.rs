@@ -179,14 +179,7 @@ impl Chains {
 
 /// The next type of a modifier (TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG).
 fn modifier_target(t: &Type) -> Option<TypeId> {
-    match &t.kind {
-        TypeKind::Typedef(n)
-        | TypeKind::Volatile(n)
-        | TypeKind::Const(n)
-        | TypeKind::Restrict(n)
-        | TypeKind::TypeTag { type_id: n, .. } => Some(*n),
-        _ => None,
-    }
+    t.kind.modifier_target()
 }
 
 /// For each type id: whether the modifier chain from it has a TYPE_TAG after a
@@ -354,12 +347,7 @@ mod tests {
             for _ in 0..n {
                 let r = TypeId(rnd(n as u64 + 2) as u32);
                 let kind = match rnd(10) {
-                    0 => TypeKind::Int {
-                        size: 4,
-                        encoding: 0,
-                        offset: 0,
-                        bits: 32,
-                    },
+                    0 => TypeKind::int(32, 0),
                     1 => TypeKind::Ptr(r),
                     2 => TypeKind::Const(r),
                     3 => TypeKind::Typedef(r),

@@ -64,17 +64,7 @@ impl Validator<'_> {
         }
         // Pointer/modifier chains: each has one successor, so walk each chain once.
         let mut state = vec![0u8; n];
-        let chain_next = |t: &Type| -> Option<TypeId> {
-            match &t.kind {
-                TypeKind::Ptr(r)
-                | TypeKind::Typedef(r)
-                | TypeKind::Volatile(r)
-                | TypeKind::Const(r)
-                | TypeKind::Restrict(r)
-                | TypeKind::TypeTag { type_id: r, .. } => Some(*r),
-                _ => None,
-            }
-        };
+        let chain_next = |t: &Type| t.kind.ref_target();
         let mut bad = Vec::new();
         for start in 0..n {
             if state[start] != 0 {

@@ -7,12 +7,7 @@ fn base() -> Btf {
     let int = b.push_str(b"int");
     b.push_type(Type {
         name: int,
-        kind: TypeKind::Int {
-            size: 4,
-            encoding: INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
+        kind: TypeKind::int(32, INT_SIGNED),
     });
     b
 }
