@@ -500,24 +500,42 @@ mod tests {
             Ok(PaholeCommand::Version)
         ));
         assert!(matches!(cmdline(&["--help"]), Ok(PaholeCommand::Help)));
-        match cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap() {
-            PaholeCommand::Encode {
-                opts,
-                inputs,
-                jobs_given,
-                dedup,
-                verbose,
-                time,
-                notes,
-            } => {
-                assert!(!verbose && !time && notes.is_empty());
-                assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
-                assert_eq!(opts.input, PathBuf::from("a.ko"));
-                assert!(!jobs_given);
-                assert_eq!(dedup, crate::pipeline::DedupMode::Auto);
-            }
-            other => panic!("{other:?}"),
-        }
+        let batch = cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap();
+        let PaholeCommand::Encode {
+            opts,
+            inputs,
+            notes,
+            ..
+        } = &batch
+        else {
+            panic!("{batch:?}")
+        };
+        assert_eq!(*inputs, [PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
+        assert_eq!(opts.input, PathBuf::from("a.ko"));
+        assert!(notes.is_empty());
+        use crate::pipeline::DedupMode;
+        let quiet = |c: &PaholeCommand| {
+            matches!(
+                c,
+                PaholeCommand::Encode {
+                    verbose: false,
+                    time: false,
+                    ..
+                }
+            )
+        };
+        assert!(quiet(&batch), "{batch:?}");
+        let auto = |c: &PaholeCommand| {
+            matches!(
+                c,
+                PaholeCommand::Encode {
+                    jobs_given: false,
+                    dedup: DedupMode::Auto,
+                    ..
+                }
+            )
+        };
+        assert!(auto(&batch), "{batch:?}");
         match cmdline(&["-J", "--dedup=one-shot", "a.ko"]).unwrap() {
             PaholeCommand::Encode { dedup, .. } => {
                 assert_eq!(dedup, crate::pipeline::DedupMode::OneShot)
