@@ -23,7 +23,8 @@ pub(super) struct Attrs<'a> {
     pub(super) upper_bound: Option<u64>,
     pub(super) count: Option<u64>,
     pub(super) lower_bound: Option<u64>,
-    /// `DW_AT_type` refers outside the unit.
+    /// `DW_AT_type`, `DW_AT_abstract_origin` or `DW_AT_specification` refers
+    /// outside the unit.
     pub(super) far_ref: bool,
     pub(super) origin: DieRef,
     pub(super) spec: DieRef,
@@ -47,16 +48,7 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) -> Result
                 a.name = s;
             }
         }
-        DW_AT_type => {
-            a.ty = match v {
-                Val::Ref(o) => DieRef(o),
-                Val::FarRef => {
-                    a.far_ref = true;
-                    DieRef::VOID
-                }
-                _ => DieRef::VOID,
-            }
-        }
+        DW_AT_type => a.ty = die_ref(a, v),
         DW_AT_byte_size => a.byte_size = unsigned(v),
         DW_AT_bit_size => a.bit_size = unsigned(v),
         DW_AT_data_bit_offset => a.data_bit_offset = unsigned(v),
@@ -88,16 +80,8 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) -> Result
         DW_AT_calling_convention => {
             a.nocall = matches!(v, Val::U(x) if x == u64::from(DW_CC_nocall.0))
         }
-        DW_AT_abstract_origin => {
-            if let Val::Ref(o) = v {
-                a.origin = DieRef(o);
-            }
-        }
-        DW_AT_specification => {
-            if let Val::Ref(o) = v {
-                a.spec = DieRef(o);
-            }
-        }
+        DW_AT_abstract_origin => a.origin = die_ref(a, v),
+        DW_AT_specification => a.spec = die_ref(a, v),
         DW_AT_low_pc => a.low_pc = Some(v),
         DW_AT_location => a.location = Some(v),
         DW_AT_const_value => {
@@ -115,6 +99,21 @@ pub(super) fn take_attr<'a>(a: &mut Attrs<'a>, name: DwAt, v: Val<'a>) -> Result
         _ => {}
     }
     Ok(())
+}
+
+/// A reference attribute's DIE. A reference into another unit is noted (the
+/// caller refuses the DIE); a value of a non-reference form is void, as pahole's
+/// `attr_type` reads it (libdw finds no DIE for it, and pahole takes 0).
+#[inline]
+fn die_ref(a: &mut Attrs<'_>, v: Val<'_>) -> DieRef {
+    match v {
+        Val::Ref(o) => DieRef(o),
+        Val::FarRef => {
+            a.far_ref = true;
+            DieRef::VOID
+        }
+        _ => DieRef::VOID,
+    }
 }
 
 /// A constant as unsigned (sdata reinterpreted); None for other shapes (bounds

@@ -24,8 +24,8 @@ pub enum DwarfErrorKind {
     BadReference(u64),
     /// A `DW_FORM_ref_addr` outside the group of units read as one.
     RefOutsideGroup(u64),
-    /// A type reference into another unit (`DW_FORM_ref_addr`, `ref_sig8`) in a
-    /// file whose units are read one by one.
+    /// A reference (type, origin, specification) into another unit
+    /// (`DW_FORM_ref_addr`, `ref_sig8`) in a file whose units are read one by one.
     FarTypeRef,
     /// A value too large for the field BTF keeps it in.
     TooLarge {
@@ -56,7 +56,7 @@ impl fmt::Display for DwarfErrorKind {
                 "reference to .debug_info+{o:#x}, outside its group of units"
             ),
             DwarfErrorKind::FarTypeRef => f.write_str(
-                "refers to a type in another unit (DW_FORM_ref_addr/ref_sig8, as in LTO \
+                "refers to a DIE in another unit (DW_FORM_ref_addr/ref_sig8, as in LTO \
                  builds or type units): not supported",
             ),
             DwarfErrorKind::TooLarge { what, value } => {
