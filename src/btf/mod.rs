@@ -231,6 +231,13 @@ impl Btf {
         StrOffset(off)
     }
 
+    /// Appends the string `name` and a type of that name and `kind`; returns the
+    /// type's id.
+    pub fn push_named(&mut self, name: &[u8], kind: TypeKind) -> TypeId {
+        let name = self.push_str(name);
+        self.push_type(Type { name, kind })
+    }
+
     /// Appends a type and returns its id.
     pub fn push_type(&mut self, t: Type) -> TypeId {
         self.types.push(t);

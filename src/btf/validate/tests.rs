@@ -4,31 +4,30 @@ use super::*;
 
 fn base() -> Btf {
     let mut b = Btf::new(None);
-    let int = b.push_str(b"int");
-    b.push_type(Type {
-        name: int,
-        kind: TypeKind::int(32, INT_SIGNED),
-    });
+    b.push_named(b"int", TypeKind::int(32, INT_SIGNED));
     b
+}
+
+/// Adds struct `name` of `size` bytes whose one member `member` has type `ty`.
+fn one_member_struct(b: &mut Btf, name: &[u8], size: u32, member: &[u8], ty: TypeId) {
+    let member = b.push_str(member);
+    let members = vec![Member {
+        name: member,
+        type_id: ty,
+        offset: 0,
+    }];
+    let kind = TypeKind::Struct(Composite {
+        size,
+        kflag: false,
+        members,
+    });
+    b.push_named(name, kind);
 }
 
 #[test]
 fn accepts_a_small_btf() {
     let mut b = base();
-    let s = b.push_str(b"s");
-    let a = b.push_str(b"a");
-    b.push_type(Type {
-        name: s,
-        kind: TypeKind::Struct(Composite {
-            size: 4,
-            kflag: false,
-            members: vec![Member {
-                name: a,
-                type_id: TypeId(1),
-                offset: 0,
-            }],
-        }),
-    });
+    one_member_struct(&mut b, b"s", 4, b"a", TypeId(1));
     assert_eq!(validate(&b), vec![]);
 }
 
@@ -100,16 +99,8 @@ fn big_endian_header_of_32_bytes_is_accepted() {
 #[test]
 fn typedef_loop_is_reported() {
     let mut b = base();
-    let t1 = b.push_str(b"t1");
-    let t2 = b.push_str(b"t2");
-    b.push_type(Type {
-        name: t1,
-        kind: TypeKind::Typedef(TypeId(3)),
-    });
-    b.push_type(Type {
-        name: t2,
-        kind: TypeKind::Typedef(TypeId(2)),
-    });
+    b.push_named(b"t1", TypeKind::Typedef(TypeId(3)));
+    b.push_named(b"t2", TypeKind::Typedef(TypeId(2)));
     let p = validate(&b);
     assert!(p.iter().any(|p| p.what.contains("loop")), "{p:?}");
 }
@@ -117,20 +108,7 @@ fn typedef_loop_is_reported() {
 #[test]
 fn struct_through_pointer_is_fine() {
     let mut b = base();
-    let s = b.push_str(b"node");
-    let next = b.push_str(b"next");
-    b.push_type(Type {
-        name: s,
-        kind: TypeKind::Struct(Composite {
-            size: 8,
-            kflag: false,
-            members: vec![Member {
-                name: next,
-                type_id: TypeId(3),
-                offset: 0,
-            }],
-        }),
-    });
+    one_member_struct(&mut b, b"node", 8, b"next", TypeId(3));
     b.push_type(Type {
         name: StrOffset::EMPTY,
         kind: TypeKind::Ptr(TypeId(2)),
