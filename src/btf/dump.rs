@@ -204,13 +204,8 @@ mod tests {
     #[test]
     fn formats_each_kind_like_bpftool() {
         let mut b = Btf::new(None);
-        let int = b.push_str(b"int");
-        let e = b.push_str(b"e");
-        let a = b.push_str(b"A");
-        b.push_type(Type {
-            name: int,
-            kind: TypeKind::int(32, INT_SIGNED),
-        });
+        b.push_named(b"int", TypeKind::int(32, INT_SIGNED));
+        let (e, a) = (b.push_str(b"e"), b.push_str(b"A"));
         b.push_type(Type {
             name: e,
             kind: TypeKind::Enum {

@@ -371,9 +371,16 @@ mod tests {
 
     use crate::encode::Features;
 
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
     fn parse(args: &[&str]) -> Result<crate::pipeline::Options, Error> {
-        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse_pahole_args(&v)
+        parse_pahole_args(&os(args))
+    }
+
+    fn cmdline(args: &[&str]) -> Result<PaholeCommand, Error> {
+        parse_pahole_cmdline(&os(args))
     }
 
     #[test]
@@ -407,11 +414,6 @@ mod tests {
         assert!(parse(&["-J", "-j0", "x"]).is_err());
         assert!(parse(&["--lang_exclude=klingon", "x"]).is_err());
         assert!(parse(&["a", "b"]).is_err());
-    }
-
-    fn cmdline(args: &[&str]) -> Result<PaholeCommand, Error> {
-        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse_pahole_cmdline(&v)
     }
 
     #[test]
