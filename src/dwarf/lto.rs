@@ -13,6 +13,7 @@
 //! (decl tags, functions, variables) is kept by the encoder (`Merged`).
 
 use super::die::{Cur, UnitEnc};
+use super::error::DwarfErrorKind;
 use super::DwarfInput;
 use crate::elf::ElfInput;
 use crate::Error;
@@ -184,29 +185,38 @@ fn scan_unit(
         .map_err(|e| err(&e))?;
     let mut plans: Vec<Option<Box<[Step]>>> = Vec::new();
     let mut c = Cur::new(entries.slice(), enc.little);
+    let header_size = header.header_size() as u64;
     while !c.is_empty() {
-        let code = c.uleb().map_err(|e| err(&e))?;
+        // Errors from here on are the DIE's at `die` (a unit offset).
+        let die = header_size + c.pos() as u64;
+        let at = |kind: DwarfErrorKind| dw.dwarf_error(idx, Some(die), kind);
+        let code = c.uleb().map_err(at)?;
         if code == 0 {
             continue;
         }
         let i = usize::try_from(code)
             .ok()
             .filter(|&i| i < 1 << 20)
-            .ok_or_else(|| err(&format!("abbreviation code {code} too large")))?;
+            .ok_or_else(|| {
+                at(DwarfErrorKind::TooLarge {
+                    what: "abbreviation code",
+                    value: code,
+                })
+            })?;
         if i >= plans.len() {
             plans.resize_with(i + 1, || None);
         }
         if plans[i].is_none() {
             let a = abbrevs
                 .get(code)
-                .ok_or_else(|| err(&format!("unknown abbreviation code {code}")))?;
-            plans[i] = Some(scan_plan(a, &enc).map_err(|m| err(&m))?);
+                .ok_or_else(|| at(DwarfErrorKind::UnknownAbbrev(code)))?;
+            plans[i] = Some(scan_plan(a, &enc).map_err(|m| at(DwarfErrorKind::Other(m)))?);
         }
         for s in plans[i].as_deref().expect("just built") {
             match *s {
-                Step::Skip(n) => c.skip_bytes(n as usize).map_err(|e| err(&e))?,
-                Step::SkipForm(f) => enc.skip(&mut c, f).map_err(|e| err(&e))?,
-                Step::Far(n) => far(c.read_uint(n as usize).map_err(|e| err(&e))?),
+                Step::Skip(n) => c.skip_bytes(n as usize).map_err(at)?,
+                Step::SkipForm(f) => enc.skip(&mut c, f).map_err(at)?,
+                Step::Far(n) => far(c.read_uint(n as usize).map_err(at)?),
             }
         }
     }
