@@ -177,12 +177,12 @@ fn scan_unit(
     header: &gimli::UnitHeader<super::Reader<'_>>,
     mut far: impl FnMut(u64),
 ) -> Result<(), Error> {
-    let err = |e: &dyn std::fmt::Display| dw.unit_error(idx, e);
-    let abbrevs = dw.dwarf.abbreviations(header).map_err(|e| err(&e))?;
+    let unit = |e: gimli::Error| dw.dwarf_error(idx, None, e.into());
+    let abbrevs = dw.dwarf.abbreviations(header).map_err(unit)?;
     let enc = UnitEnc::of(dw, header.encoding(), Default::default());
     let entries = header
         .range_from(UnitOffset(header.header_size())..)
-        .map_err(|e| err(&e))?;
+        .map_err(unit)?;
     let mut plans: Vec<Option<Box<[Step]>>> = Vec::new();
     let mut c = Cur::new(entries.slice(), enc.little);
     let header_size = header.header_size() as u64;

@@ -235,19 +235,21 @@ fn parse_cu_at<'a, 'i: 'a>(
     let abbrevs = dw
         .dwarf
         .abbreviations(&header)
-        .map_err(|e| dw.unit_error(idx, e))?;
+        .map_err(|e| dw.dwarf_error(idx, None, e.into()))?;
     let entries = header
         .range_from(UnitOffset(header.header_size())..)
-        .map_err(|e| dw.unit_error(idx, e))?;
+        .map_err(|e| dw.dwarf_error(idx, None, e.into()))?;
     let encoding = header.encoding();
     let mut enc = UnitEnc::of(dw, encoding, place);
     // Unit offsets (rebased to the group's start) are kept as u32: the unit must
     // end below 4 GB of its group, so that no offset or reference into it truncates.
     let unit_len = header.length_including_self() as u64;
-    let (base, _end) = u32::try_from(header.header_size())
+    let fits = u32::try_from(unit_len + u64::from(place.rebase)).is_ok();
+    // The header lies inside the unit, so that sum fits too.
+    let base = u32::try_from(header.header_size())
         .ok()
-        .and_then(|h| h.checked_add(place.rebase))
-        .zip(u32::try_from(unit_len + u64::from(place.rebase)).ok())
+        .filter(|_| fits)
+        .map(|h| h + place.rebase)
         .ok_or_else(|| {
             dw.dwarf_error(
                 idx,
