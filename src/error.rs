@@ -20,14 +20,21 @@ pub enum Error {
         /// What is wrong.
         err: crate::btf::BtfError,
     },
-    /// Any other problem with an input or output file.
+    /// The DWARF of a file is malformed or not supported: where (unit, DIE) and what.
+    Dwarf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, and where.
+        err: Box<crate::dwarf::error::DwarfError>,
+    },
+    /// Any other problem with an input or output file (the generic path).
     File {
         /// The file.
         path: PathBuf,
         /// What is wrong.
         msg: String,
     },
-    /// A problem not tied to one file (bad command line …).
+    /// A problem not tied to one file (bad command line …; the generic path).
     Msg(String),
     /// A refusal worded as pahole words it (scripts may match its text): printed
     /// as it is, without our prefix.
@@ -51,7 +58,15 @@ impl Error {
         }
     }
 
-    /// Another problem with `path`.
+    /// A DWARF error in `path`.
+    pub fn dwarf(path: &Path, err: crate::dwarf::error::DwarfError) -> Error {
+        Error::Dwarf {
+            path: path.to_path_buf(),
+            err: Box::new(err),
+        }
+    }
+
+    /// Another problem with `path` (the generic path, worded by the caller).
     pub fn file(path: &Path, msg: impl Into<String>) -> Error {
         Error::File {
             path: path.to_path_buf(),
@@ -65,6 +80,7 @@ impl fmt::Display for Error {
         match self {
             Error::Io { path, err } => write!(f, "{}: {err}", path.display()),
             Error::Btf { path, err } => write!(f, "{}: {err}", path.display()),
+            Error::Dwarf { path, err } => write!(f, "{}: {err}", path.display()),
             Error::File { path, msg } => write!(f, "{}: {msg}", path.display()),
             Error::Msg(msg) | Error::Refused(msg) => f.write_str(msg),
         }
@@ -76,6 +92,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { err, .. } => Some(err),
             Error::Btf { err, .. } => Some(err),
+            Error::Dwarf { err, .. } => Some(&**err),
             _ => None,
         }
     }

@@ -16,12 +16,7 @@ fn good_model() -> Btf {
     let t = b.push_str(b"t");
     b.push_type(Type {
         name: int,
-        kind: TypeKind::Int {
-            size: 4,
-            encoding: INT_SIGNED,
-            offset: 0,
-            bits: 32,
-        },
+        kind: TypeKind::int(32, INT_SIGNED),
     });
     b.push_type(Type {
         name: StrOffset::EMPTY,
@@ -173,16 +168,8 @@ fn cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
 fn model_cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let mut out = Vec::new();
     let mut b = good_model();
-    let x = b.push_str(b"x");
-    let y = b.push_str(b"y");
-    b.push_type(Type {
-        name: x,
-        kind: TypeKind::Typedef(TypeId(6)),
-    });
-    b.push_type(Type {
-        name: y,
-        kind: TypeKind::Typedef(TypeId(5)),
-    });
+    b.push_named(b"x", TypeKind::Typedef(TypeId(6)));
+    b.push_named(b"y", TypeKind::Typedef(TypeId(5)));
     out.push(("typedef-cycle", write::to_bytes(&b), "loop"));
 
     let mut b = good_model();
@@ -205,50 +192,30 @@ fn model_cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     ));
 
     let mut b = good_model();
-    let sec = b.push_str(b".data");
-    b.push_type(Type {
-        name: sec,
-        kind: TypeKind::Datasec {
-            size: 8,
-            entries: vec![VarSecInfo {
-                type_id: TypeId(1),
-                offset: 0,
-                size: 4,
-            }],
-        },
-    });
+    let entries = vec![VarSecInfo {
+        type_id: TypeId(1),
+        offset: 0,
+        size: 4,
+    }];
+    b.push_named(b".data", TypeKind::Datasec { size: 8, entries });
     out.push(("datasec-entry-not-var", write::to_bytes(&b), "not a VAR"));
 
     // Two different VARs at overlapping offsets; (pahole's global_var duplicates, the
     // same VAR name at the same offset and size, are accepted: see the reference test).
     let mut b = good_model();
-    let (v1, v2, sec) = (b.push_str(b"v1"), b.push_str(b"v2"), b.push_str(b".data"));
-    b.push_type(Type {
-        name: v1,
-        kind: TypeKind::Var {
-            type_id: TypeId(1),
-            linkage: VAR_GLOBAL_ALLOCATED,
-        },
-    });
-    b.push_type(Type {
-        name: v2,
-        kind: TypeKind::Var {
-            type_id: TypeId(1),
-            linkage: VAR_GLOBAL_ALLOCATED,
-        },
-    });
+    let var = TypeKind::Var {
+        type_id: TypeId(1),
+        linkage: VAR_GLOBAL_ALLOCATED,
+    };
+    b.push_named(b"v1", var.clone());
+    b.push_named(b"v2", var);
     let entry = |id, offset| VarSecInfo {
         type_id: TypeId(id),
         offset,
         size: 4,
     };
-    b.push_type(Type {
-        name: sec,
-        kind: TypeKind::Datasec {
-            size: 8,
-            entries: vec![entry(5, 0), entry(6, 2)],
-        },
-    });
+    let entries = vec![entry(5, 0), entry(6, 2)];
+    b.push_named(b".data", TypeKind::Datasec { size: 8, entries });
     out.push((
         "datasec-overlap",
         write::to_bytes(&b),
@@ -256,15 +223,12 @@ fn model_cases() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     ));
 
     let mut b = good_model();
-    let tag = b.push_str(b"tag");
-    b.push_type(Type {
-        name: tag,
-        kind: TypeKind::DeclTag {
-            type_id: TypeId(3),
-            component_idx: 2,
-            kflag: false,
-        },
-    });
+    let tag = TypeKind::DeclTag {
+        type_id: TypeId(3),
+        component_idx: 2,
+        kflag: false,
+    };
+    b.push_named(b"tag", tag);
     out.push((
         "decl-tag-index",
         write::to_bytes(&b),

@@ -190,12 +190,7 @@ fn deep_chains_use_bounded_stack() {
         b.push_str(b"int");
         b.push_type(Type {
             name: int_name,
-            kind: TypeKind::Int {
-                size: 4,
-                encoding: 1,
-                offset: 0,
-                bits: 32,
-            },
+            kind: TypeKind::int(32, 1),
         });
         for i in 0..N {
             f(&mut b, i);
@@ -387,12 +382,7 @@ fn dedup_deep_chains_use_bounded_stack() {
         for _copy in 0..2 {
             let first = b.push_type(Type {
                 name: int,
-                kind: TypeKind::Int {
-                    size: 4,
-                    encoding: 1,
-                    offset: 0,
-                    bits: 32,
-                },
+                kind: TypeKind::int(32, 1),
             });
             for i in 0..n {
                 let k = kind(first.0 + i);

@@ -45,9 +45,8 @@ fn linkage(l: u32) -> &'static str {
 
 /// Writes the dump of `btf`'s own types (for split BTF, not the base's) to `out`.
 pub fn dump(btf: &Btf, out: &mut impl Write) -> io::Result<()> {
-    let first = btf.first_id().0;
     for (i, t) in btf.types().iter().enumerate() {
-        dump_type(btf, TypeId(first + i as u32), t, out)?;
+        dump_type(btf, btf.id_at(i), t, out)?;
     }
     Ok(())
 }
@@ -57,6 +56,25 @@ pub fn dump_to_vec(btf: &Btf) -> Vec<u8> {
     let mut out = Vec::new();
     dump(btf, &mut out).expect("writing to a Vec cannot fail");
     out
+}
+
+/// The lines of an ENUM or ENUM64 after its name: its encoding, size and count, then
+/// each enumerator's name and value (as text).
+fn enumerators(
+    btf: &Btf,
+    out: &mut impl Write,
+    size: u32,
+    signed: bool,
+    values: impl ExactSizeIterator<Item = (StrOffset, String)>,
+) -> io::Result<()> {
+    let enc = if signed { "SIGNED" } else { "UNSIGNED" };
+    write!(out, " encoding={enc} size={size} vlen={}", values.len())?;
+    for (n, v) in values {
+        out.write_all(b"\n\t'")?;
+        out.write_all(name(btf, n))?;
+        write!(out, "' val={v}")?;
+    }
+    Ok(())
 }
 
 /// Writes one type's lines.
@@ -115,32 +133,24 @@ pub fn dump_type(btf: &Btf, id: TypeId, t: &Type, out: &mut impl Write) -> io::R
             signed,
             values,
         } => {
-            let enc = if *signed { "SIGNED" } else { "UNSIGNED" };
-            write!(out, " encoding={enc} size={size} vlen={}", values.len())?;
-            for v in values {
-                quoted(out, v.name)?;
-                if *signed {
-                    write!(out, " val={}", v.value as i32)?;
-                } else {
-                    write!(out, " val={}", v.value)?;
-                }
-            }
+            let val = |v: &EnumValue| match signed {
+                true => (v.value as i32).to_string(),
+                false => v.value.to_string(),
+            };
+            let values = values.iter().map(|v| (v.name, val(v)));
+            enumerators(btf, out, *size, *signed, values)?
         }
         TypeKind::Enum64 {
             size,
             signed,
             values,
         } => {
-            let enc = if *signed { "SIGNED" } else { "UNSIGNED" };
-            write!(out, " encoding={enc} size={size} vlen={}", values.len())?;
-            for v in values {
-                quoted(out, v.name)?;
-                if *signed {
-                    write!(out, " val={}LL", v.value as i64)?;
-                } else {
-                    write!(out, " val={}ULL", v.value)?;
-                }
-            }
+            let val = |v: &Enum64Value| match signed {
+                true => format!("{}LL", v.value as i64),
+                false => format!("{}ULL", v.value),
+            };
+            let values = values.iter().map(|v| (v.name, val(v)));
+            enumerators(btf, out, *size, *signed, values)?
         }
         TypeKind::Fwd { union } => {
             write!(out, " fwd_kind={}", if *union { "union" } else { "struct" })?
@@ -194,18 +204,8 @@ mod tests {
     #[test]
     fn formats_each_kind_like_bpftool() {
         let mut b = Btf::new(None);
-        let int = b.push_str(b"int");
-        let e = b.push_str(b"e");
-        let a = b.push_str(b"A");
-        b.push_type(Type {
-            name: int,
-            kind: TypeKind::Int {
-                size: 4,
-                encoding: INT_SIGNED,
-                offset: 0,
-                bits: 32,
-            },
-        });
+        b.push_named(b"int", TypeKind::int(32, INT_SIGNED));
+        let (e, a) = (b.push_str(b"e"), b.push_str(b"A"));
         b.push_type(Type {
             name: e,
             kind: TypeKind::Enum {

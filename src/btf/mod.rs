@@ -5,7 +5,6 @@
 //! over vmlinux) holds an `Arc` of its base: its type ids continue after the base's
 //! last id and its string offsets after the end of the base's string section.
 
-mod chains;
 pub mod dump;
 pub mod layout;
 pub mod read;
@@ -144,12 +143,29 @@ impl Btf {
 
     /// Number of types including the base's, not counting void: the largest valid id.
     pub fn type_count(&self) -> u32 {
-        self.base_type_count() + self.types.len() as u32
+        self.base_type_count() + self.own_ids(self.types.len())
+    }
+
+    /// The id of this blob's `i`-th own type (0: its first).
+    pub fn id_at(&self, i: usize) -> TypeId {
+        TypeId(self.first_id().0 + self.own_ids(i))
+    }
+
+    /// `n` of this blob's own types as a count of ids. A blob holds fewer types than
+    /// u32 counts (a reader reads at most u32 of them from a u32-long section; the
+    /// encoder and dedup stop at the kernel's `MAX_TYPE` ids, which the output's
+    /// validation checks), so this cannot truncate.
+    #[allow(clippy::cast_possible_truncation)]
+    fn own_ids(&self, n: usize) -> u32 {
+        n as u32
     }
 
     /// Offset one past the end of this blob's string section, in the shared space.
     pub fn str_end(&self) -> u32 {
-        self.base_str_len() + self.strings.len() as u32
+        // A string section longer than u32 cannot be offset at all: its end reads as
+        // u32::MAX, past every offset a record can hold.
+        let own = u32::try_from(self.strings.len()).unwrap_or(u32::MAX);
+        self.base_str_len().saturating_add(own)
     }
 
     /// This blob's own types.
@@ -213,6 +229,13 @@ impl Btf {
         self.strings.extend_from_slice(s);
         self.strings.push(0);
         StrOffset(off)
+    }
+
+    /// Appends the string `name` and a type of that name and `kind`; returns the
+    /// type's id.
+    pub fn push_named(&mut self, name: &[u8], kind: TypeKind) -> TypeId {
+        let name = self.push_str(name);
+        self.push_type(Type { name, kind })
     }
 
     /// Appends a type and returns its id.

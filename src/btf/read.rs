@@ -177,7 +177,10 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
                 body.len()
             )));
         }
-        Ok(&body[off as usize..end as usize])
+        // Both within `body`, a slice: checked just above.
+        #[allow(clippy::cast_possible_truncation)]
+        let range = off as usize..end as usize;
+        Ok(&body[range])
     };
     let type_data = section(type_off, type_len, "type")?;
     let str_data = section(str_off, str_len, "string")?;
@@ -403,7 +406,7 @@ fn parse_type(w: &mut Words<'_>, id: u32) -> Result<Type, BtfError> {
             no_kflag(kind)?;
             TypeKind::Func {
                 proto: t,
-                linkage: vlen as u16,
+                linkage: u16::try_from(vlen).expect("vlen is 16 bits"),
             }
         }
         Kind::FuncProto => {

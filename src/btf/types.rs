@@ -350,6 +350,45 @@ pub struct Type {
     pub kind: TypeKind,
 }
 
+/// The one body of [`TypeKind::for_each_ref`] and [`TypeKind::for_each_ref_mut`]:
+/// calls `$f` on each type id of `$kind` (`&TypeId`, or `&mut TypeId` with `mut`),
+/// in record order; `$iter` is `iter` or `iter_mut`.
+macro_rules! each_ref {
+    ($kind:expr, $f:ident, $iter:ident $(, $m:tt)?) => {
+        match $kind {
+            TypeKind::Int { .. } | TypeKind::Fwd { .. } | TypeKind::Float { .. } => {}
+            TypeKind::Enum { .. } | TypeKind::Enum64 { .. } => {}
+            TypeKind::Ptr(t)
+            | TypeKind::Typedef(t)
+            | TypeKind::Volatile(t)
+            | TypeKind::Const(t)
+            | TypeKind::Restrict(t) => $f(t),
+            TypeKind::Array {
+                elem_type,
+                index_type,
+                ..
+            } => {
+                $f(elem_type);
+                $f(index_type);
+            }
+            TypeKind::Struct(c) | TypeKind::Union(c) => {
+                c.members.$iter().for_each(|m| $f(&$($m)? m.type_id))
+            }
+            TypeKind::Func { proto, .. } => $f(proto),
+            TypeKind::FuncProto { ret, params } => {
+                $f(ret);
+                params.$iter().for_each(|p| $f(&$($m)? p.type_id));
+            }
+            TypeKind::Var { type_id, .. }
+            | TypeKind::DeclTag { type_id, .. }
+            | TypeKind::TypeTag { type_id, .. } => $f(type_id),
+            TypeKind::Datasec { entries, .. } => {
+                entries.$iter().for_each(|e| $f(&$($m)? e.type_id))
+            }
+        }
+    };
+}
+
 impl TypeKind {
     /// The BTF kind.
     pub fn kind(&self) -> Kind {
@@ -415,66 +454,46 @@ impl TypeKind {
 
     /// Calls `f` on every type id this type refers to, in record order.
     pub fn for_each_ref(&self, mut f: impl FnMut(TypeId)) {
-        match self {
-            TypeKind::Int { .. } | TypeKind::Fwd { .. } | TypeKind::Float { .. } => {}
-            TypeKind::Enum { .. } | TypeKind::Enum64 { .. } => {}
-            TypeKind::Ptr(t)
-            | TypeKind::Typedef(t)
-            | TypeKind::Volatile(t)
-            | TypeKind::Const(t)
-            | TypeKind::Restrict(t) => f(*t),
-            TypeKind::Array {
-                elem_type,
-                index_type,
-                ..
-            } => {
-                f(*elem_type);
-                f(*index_type);
-            }
-            TypeKind::Struct(c) | TypeKind::Union(c) => c.members.iter().for_each(|m| f(m.type_id)),
-            TypeKind::Func { proto, .. } => f(*proto),
-            TypeKind::FuncProto { ret, params } => {
-                f(*ret);
-                params.iter().for_each(|p| f(p.type_id));
-            }
-            TypeKind::Var { type_id, .. }
-            | TypeKind::DeclTag { type_id, .. }
-            | TypeKind::TypeTag { type_id, .. } => f(*type_id),
-            TypeKind::Datasec { entries, .. } => entries.iter().for_each(|e| f(e.type_id)),
-        }
+        let mut g = |t: &TypeId| f(*t);
+        each_ref!(self, g, iter);
     }
 
     /// Calls `f` on a mutable reference to every type id this type refers to,
     /// in the same order as [`TypeKind::for_each_ref`].
     pub fn for_each_ref_mut(&mut self, mut f: impl FnMut(&mut TypeId)) {
+        each_ref!(self, f, iter_mut, mut);
+    }
+
+    /// An INT of `bits` bits (at offset 0, in the fewest whole bytes) with
+    /// `encoding` (`INT_SIGNED`, `INT_CHAR`, `INT_BOOL` or 0).
+    pub fn int(bits: u8, encoding: u8) -> TypeKind {
+        TypeKind::Int {
+            size: u32::from(bits.div_ceil(8)),
+            encoding,
+            offset: 0,
+            bits,
+        }
+    }
+
+    /// The one type a pointer, modifier (CONST, VOLATILE, RESTRICT), TYPEDEF or
+    /// TYPE_TAG refers to; None for the other kinds.
+    pub fn ref_target(&self) -> Option<TypeId> {
         match self {
-            TypeKind::Int { .. } | TypeKind::Fwd { .. } | TypeKind::Float { .. } => {}
-            TypeKind::Enum { .. } | TypeKind::Enum64 { .. } => {}
-            TypeKind::Ptr(t)
-            | TypeKind::Typedef(t)
-            | TypeKind::Volatile(t)
-            | TypeKind::Const(t)
-            | TypeKind::Restrict(t) => f(t),
-            TypeKind::Array {
-                elem_type,
-                index_type,
-                ..
-            } => {
-                f(elem_type);
-                f(index_type);
-            }
-            TypeKind::Struct(c) | TypeKind::Union(c) => {
-                c.members.iter_mut().for_each(|m| f(&mut m.type_id))
-            }
-            TypeKind::Func { proto, .. } => f(proto),
-            TypeKind::FuncProto { ret, params } => {
-                f(ret);
-                params.iter_mut().for_each(|p| f(&mut p.type_id));
-            }
-            TypeKind::Var { type_id, .. }
-            | TypeKind::DeclTag { type_id, .. }
-            | TypeKind::TypeTag { type_id, .. } => f(type_id),
-            TypeKind::Datasec { entries, .. } => entries.iter_mut().for_each(|e| f(&mut e.type_id)),
+            TypeKind::Ptr(r) => Some(*r),
+            _ => self.modifier_target(),
+        }
+    }
+
+    /// The next type of a modifier chain (TYPEDEF, VOLATILE, CONST, RESTRICT,
+    /// TYPE_TAG); None for the other kinds, pointers included.
+    pub fn modifier_target(&self) -> Option<TypeId> {
+        match self {
+            TypeKind::Typedef(r)
+            | TypeKind::Volatile(r)
+            | TypeKind::Const(r)
+            | TypeKind::Restrict(r)
+            | TypeKind::TypeTag { type_id: r, .. } => Some(*r),
+            _ => None,
         }
     }
 

@@ -29,7 +29,7 @@ impl RawWriter {
             if extra.len() < read::LAYOUT_WORDS_END - read::HEADER_LEN {
                 extra.resize(read::LAYOUT_WORDS_END - read::HEADER_LEN, 0);
             }
-            let words = [type_len as u32, layout.len() as u32];
+            let words = [len_word(type_len), len_word(layout.len())];
             for (i, w) in words.into_iter().enumerate() {
                 let b = match endian {
                     Endian::Little => w.to_le_bytes(),
@@ -53,7 +53,7 @@ impl RawWriter {
         o.buf.push(0);
         let str_off = type_len + o.layout.len();
         for v in [hdr_len, 0, type_len, str_off, str_len] {
-            o.word(v as u32);
+            o.word(len_word(v));
         }
         o.buf.extend_from_slice(&extra);
         o
@@ -76,7 +76,24 @@ impl RawWriter {
     }
 }
 
-/// The `info` word of a type: kflag, kind and vlen.
+/// A section length or offset as its header word. One past u32 cannot be written:
+/// it becomes u32::MAX, which no reader takes for the section that follows, so the
+/// blob is refused when it is read back (every encoding is, before it is written
+/// out) rather than read as other types.
+fn len_word(v: usize) -> u32 {
+    u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// The low and high words of an ENUM64 value, as the record holds them.
+#[allow(clippy::cast_possible_truncation)] // the two halves, on purpose
+fn halves(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+/// The `info` word of a type: kflag, kind and vlen. A vlen past 16 bits cannot be
+/// written: the encoder refuses such a type first (`encode`: "more than BTF's 65535"),
+/// and the reader cannot make one.
+#[allow(clippy::cast_possible_truncation)] // masked to its 16 bits
 pub fn info_word(t: &TypeKind) -> u32 {
     (t.kflag() as u32) << 31 | (t.kind() as u32) << 24 | (t.vlen() as u32 & 0xffff)
 }
@@ -142,8 +159,9 @@ pub fn record_words(t: &Type, mut f: impl FnMut(u32)) {
         TypeKind::Enum64 { values, .. } => {
             for v in values {
                 f(v.name.0);
-                f(v.value as u32);
-                f((v.value >> 32) as u32);
+                let (lo, hi) = halves(v.value);
+                f(lo);
+                f(hi);
             }
         }
         TypeKind::FuncProto { params, .. } => {

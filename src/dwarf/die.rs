@@ -6,24 +6,18 @@
 //! replaces only gimli's per-attribute decoding, which built a full `AttributeValue`
 //! for every attribute of every DIE and was the largest cost of a vmlinux run.
 
+use super::error::DwarfErrorKind;
 use super::types::Name;
 use gimli::constants::*;
 use gimli::DwForm;
 
-/// A decoding error: where and what.
-#[derive(Debug)]
-pub struct DieError(pub String);
-
-impl std::fmt::Display for DieError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+/// A decoding error: what is wrong (the caller knows where).
+pub type DieError = DwarfErrorKind;
 
 type Result<T> = std::result::Result<T, DieError>;
 
 fn eof() -> DieError {
-    DieError("unexpected end of DIE data".into())
+    DwarfErrorKind::Truncated
 }
 
 /// A cursor over bytes with the unit's byte order.
@@ -104,6 +98,24 @@ impl<'i> Cur<'i> {
     /// An unsigned LEB128.
     #[inline]
     pub fn uleb(&mut self) -> Result<u64> {
+        self.leb().map(|(v, _)| v)
+    }
+
+    /// A signed LEB128.
+    #[inline]
+    pub fn sleb(&mut self) -> Result<i64> {
+        let (v, (shift, last)) = self.leb()?;
+        // Two's complement: the bits as read, sign-extended from the last group's.
+        let mut v = v as i64;
+        if shift < 64 && last & 0x40 != 0 {
+            v |= -1i64 << shift;
+        }
+        Ok(v)
+    }
+
+    /// A LEB128's low 64 bits, with the bits read and the last byte (for the sign).
+    #[inline]
+    fn leb(&mut self) -> Result<(u64, (u32, u8))> {
         let mut v = 0u64;
         let mut shift = 0u32;
         loop {
@@ -114,30 +126,21 @@ impl<'i> Cur<'i> {
             }
             shift += 7;
             if b & 0x80 == 0 {
-                return Ok(v);
+                return Ok((v, (shift, b)));
             }
         }
     }
 
-    /// A signed LEB128.
+    /// The bytes of a block (`DW_FORM_block*`, `exprloc`): its length, then them.
     #[inline]
-    pub fn sleb(&mut self) -> Result<i64> {
-        let mut v = 0i64;
-        let mut shift = 0u32;
-        loop {
-            let &b = self.buf.get(self.pos).ok_or_else(eof)?;
-            self.pos += 1;
-            if shift < 64 {
-                v |= ((b & 0x7f) as i64) << shift;
-            }
-            shift += 7;
-            if b & 0x80 == 0 {
-                if shift < 64 && b & 0x40 != 0 {
-                    v |= -1i64 << shift;
-                }
-                return Ok(v);
-            }
-        }
+    fn block(&mut self, form: DwForm) -> Result<&'i [u8]> {
+        let n = match form {
+            DW_FORM_block1 => self.uint(1)?,
+            DW_FORM_block2 => self.uint(2)?,
+            DW_FORM_block4 => self.uint(4)?,
+            _ => self.uleb()?,
+        };
+        self.take(usize::try_from(n).map_err(|_| eof())?)
     }
 
     /// A NUL-terminated string (without the NUL).
@@ -158,7 +161,14 @@ pub fn str_at(sec: &[u8], off: u64) -> Result<Name<'_>> {
         .and_then(|o| sec.get(o..))
         .filter(|rest| !rest.is_empty())
         .map(Name::new)
-        .ok_or_else(|| DieError(format!("string offset {off:#x} out of range")))
+        .ok_or(DwarfErrorKind::BadStrOffset(off))
+}
+
+/// The form a `DW_FORM_indirect` names.
+fn indirect(f: u64) -> Result<DwForm> {
+    u16::try_from(f)
+        .map(DwForm)
+        .map_err(|_| DwarfErrorKind::UnknownForm(f))
 }
 
 /// A decoded attribute value: only the shapes the encoder reads.
@@ -168,8 +178,8 @@ pub enum Val<'i> {
     U(u64),
     /// `sdata`, `implicit_const`: sign-extended.
     S(i64),
-    /// A reference within the unit (unit offset).
-    Ref(u64),
+    /// A reference within the unit (unit offset, relative to its group's start).
+    Ref(u32),
     /// A string.
     Str(Name<'i>),
     /// A `DW_OP_*` expression.
@@ -208,6 +218,9 @@ pub struct UnitEnc<'i> {
     /// Where the unit lies in the group of units parsed as one (LTO builds, see
     /// [`super::lto`]); the default for a unit on its own.
     pub place: Place,
+    /// The unit's length (header included): references within the unit lie below
+    /// it (`u64::MAX`: not checked).
+    pub unit_len: u64,
 }
 
 impl<'i> UnitEnc<'i> {
@@ -225,6 +238,7 @@ impl<'i> UnitEnc<'i> {
             str_offsets: dw.input.section(".debug_str_offsets"),
             str_offsets_base: 0,
             place,
+            unit_len: u64::MAX,
         }
     }
 }
@@ -282,27 +296,14 @@ impl<'i> UnitEnc<'i> {
             | DW_FORM_GNU_addr_index
             | DW_FORM_GNU_str_index => c.uleb().map(|_| ()),
             DW_FORM_string => c.cstr().map(|_| ()),
-            DW_FORM_block1 => {
-                let n = c.uint(1)?;
-                c.skip(n as usize)
-            }
-            DW_FORM_block2 => {
-                let n = c.uint(2)?;
-                c.skip(n as usize)
-            }
-            DW_FORM_block4 => {
-                let n = c.uint(4)?;
-                c.skip(n as usize)
-            }
-            DW_FORM_block | DW_FORM_exprloc => {
-                let n = c.uleb()?;
-                c.skip(usize::try_from(n).map_err(|_| eof())?)
+            DW_FORM_block1 | DW_FORM_block2 | DW_FORM_block4 | DW_FORM_block | DW_FORM_exprloc => {
+                c.block(form).map(|_| ())
             }
             DW_FORM_indirect => {
                 let f = c.uleb()?;
-                self.skip(c, DwForm(f as u16))
+                self.skip(c, indirect(f)?)
             }
-            _ => Err(DieError(format!("unknown attribute form {:#x}", form.0))),
+            _ => Err(DwarfErrorKind::UnknownForm(form.0.into())),
         }
     }
 
@@ -318,21 +319,19 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_sdata => Val::S(c.sleb()?),
             DW_FORM_implicit_const => Val::S(implicit),
             DW_FORM_flag_present => Val::U(1),
-            DW_FORM_ref1 => self.local(c.uint(1)?),
-            DW_FORM_ref2 => self.local(c.uint(2)?),
-            DW_FORM_ref4 => self.local(c.uint(4)?),
-            DW_FORM_ref8 => self.local(c.uint(8)?),
-            DW_FORM_ref_udata => self.local(c.uleb()?),
+            DW_FORM_ref1 => self.local(c.uint(1)?)?,
+            DW_FORM_ref2 => self.local(c.uint(2)?)?,
+            DW_FORM_ref4 => self.local(c.uint(4)?)?,
+            DW_FORM_ref8 => self.local(c.uint(8)?)?,
+            DW_FORM_ref_udata => self.local(c.uleb()?)?,
             DW_FORM_ref_addr if self.place.group.1 > self.place.group.0 => {
                 let n = self.fixed_size(form).unwrap_or(4) as usize;
                 let t = c.uint(n)?;
                 let (start, end) = self.place.group;
                 if t < start || t >= end {
-                    return Err(DieError(format!(
-                        "reference to .debug_info+{t:#x}, outside its group of units"
-                    )));
+                    return Err(DwarfErrorKind::RefOutsideGroup(t));
                 }
-                Val::Ref(t - start)
+                Val::Ref(u32::try_from(t - start).map_err(|_| DwarfErrorKind::RefOutsideGroup(t))?)
             }
             DW_FORM_ref_addr | DW_FORM_ref_sig8 | DW_FORM_ref_sup4 | DW_FORM_ref_sup8
             | DW_FORM_GNU_ref_alt => {
@@ -356,25 +355,8 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_strx2 => Val::Str(self.strx(c.uint(2)?)?),
             DW_FORM_strx3 => Val::Str(self.strx(c.uint(3)?)?),
             DW_FORM_strx4 => Val::Str(self.strx(c.uint(4)?)?),
-            DW_FORM_exprloc => {
-                let n = c.uleb()?;
-                Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
-            }
-            DW_FORM_block1 => {
-                let n = c.uint(1)?;
-                Val::Expr(c.take(n as usize)?)
-            }
-            DW_FORM_block2 => {
-                let n = c.uint(2)?;
-                Val::Expr(c.take(n as usize)?)
-            }
-            DW_FORM_block4 => {
-                let n = c.uint(4)?;
-                Val::Expr(c.take(n as usize)?)
-            }
-            DW_FORM_block => {
-                let n = c.uleb()?;
-                Val::Expr(c.take(usize::try_from(n).map_err(|_| eof())?)?)
+            DW_FORM_exprloc | DW_FORM_block1 | DW_FORM_block2 | DW_FORM_block4 | DW_FORM_block => {
+                Val::Expr(c.block(form)?)
             }
             DW_FORM_addr => Val::Addr(c.uint(self.addr_size as usize)?),
             DW_FORM_addrx | DW_FORM_GNU_addr_index => Val::AddrX(c.uleb()?),
@@ -385,7 +367,7 @@ impl<'i> UnitEnc<'i> {
             DW_FORM_loclistx => Val::LocListX(c.uleb()?),
             DW_FORM_indirect => {
                 let f = c.uleb()?;
-                return self.read(c, DwForm(f as u16), implicit);
+                return self.read(c, indirect(f)?, implicit);
             }
             _ => {
                 self.skip(c, form)?;
@@ -394,10 +376,17 @@ impl<'i> UnitEnc<'i> {
         })
     }
 
-    /// A reference within the unit, relative to its group's start.
+    /// A reference within the unit, relative to its group's start; one past the
+    /// unit's end is an error (libdw would not find the DIE, and pahole would read
+    /// the type as void: we refuse rather than encode a type the input lacks).
     #[inline]
-    fn local(&self, o: u64) -> Val<'i> {
-        Val::Ref(o.wrapping_add(self.place.rebase as u64))
+    fn local(&self, o: u64) -> Result<Val<'i>> {
+        if o >= self.unit_len {
+            return Err(DwarfErrorKind::BadReference(o));
+        }
+        u32::try_from(o + u64::from(self.place.rebase))
+            .map(Val::Ref)
+            .map_err(|_| DwarfErrorKind::BadReference(o))
     }
 
     /// The string at index `i` of the unit's string offsets table.
@@ -406,10 +395,9 @@ impl<'i> UnitEnc<'i> {
             .checked_mul(self.offset_size as u64)
             .and_then(|x| x.checked_add(self.str_offsets_base))
             .and_then(|x| usize::try_from(x).ok())
-            .ok_or_else(|| DieError(format!("string index {i} out of range")))?;
+            .ok_or(DwarfErrorKind::BadStrIndex(i))?;
         let mut c = Cur::new(self.str_offsets, self.little);
-        c.skip(at)
-            .map_err(|_| DieError(format!("string index {i} out of range")))?;
+        c.skip(at).map_err(|_| DwarfErrorKind::BadStrIndex(i))?;
         let off = c.uint(self.offset_size as usize)?;
         str_at(self.debug_str, off)
     }

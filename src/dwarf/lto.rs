@@ -13,6 +13,7 @@
 //! (decl tags, functions, variables) is kept by the encoder (`Merged`).
 
 use super::die::{Cur, UnitEnc};
+use super::error::DwarfErrorKind;
 use super::DwarfInput;
 use crate::elf::ElfInput;
 use crate::Error;
@@ -125,7 +126,7 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
     let n = dw.units.len();
     let starts: Vec<u64> = (0..n).map(|i| dw.unit_start(i)).collect();
     // reach[u]: the last unit that a reference between u and a later unit reaches.
-    let mut reach: Vec<u32> = (0..n as u32).collect();
+    let mut reach: Vec<usize> = (0..n).collect();
     let input = dw.input;
     let info = input.section(".debug_info");
     let map = input.map();
@@ -137,14 +138,17 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
         scan_unit(dw, idx, header, |target| {
             let t = starts.partition_point(|&s| s <= target).saturating_sub(1);
             let (lo, hi) = (t.min(idx), t.max(idx));
-            reach[lo] = reach[lo].max(hi as u32);
+            reach[lo] = reach[lo].max(hi);
         })?;
         if let Some(f) = front
             .as_mut()
             .filter(|_| starts[idx] >= released_to + (4 << 20))
         {
             // Releasing only saves memory; a failure is no reason to stop.
-            let _ = f.release_through(map, info_start + starts[idx] as usize);
+            // A unit starts inside .debug_info, a slice of the mapping.
+            #[allow(clippy::cast_possible_truncation)]
+            let at = starts[idx] as usize;
+            let _ = f.release_through(map, info_start + at);
             released_to = starts[idx];
         }
     }
@@ -158,7 +162,7 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
             out.push(start..end + 1);
             start = u;
         }
-        end = end.max(r as usize);
+        end = end.max(r);
     }
     if n > 0 {
         out.push(start..n);
@@ -173,37 +177,46 @@ fn scan_unit(
     header: &gimli::UnitHeader<super::Reader<'_>>,
     mut far: impl FnMut(u64),
 ) -> Result<(), Error> {
-    let err = |e: &dyn std::fmt::Display| dw.unit_error(idx, e);
-    let abbrevs = dw.dwarf.abbreviations(header).map_err(|e| err(&e))?;
+    let unit = |e: gimli::Error| dw.dwarf_error(idx, None, e.into());
+    let abbrevs = dw.dwarf.abbreviations(header).map_err(unit)?;
     let enc = UnitEnc::of(dw, header.encoding(), Default::default());
     let entries = header
         .range_from(UnitOffset(header.header_size())..)
-        .map_err(|e| err(&e))?;
+        .map_err(unit)?;
     let mut plans: Vec<Option<Box<[Step]>>> = Vec::new();
     let mut c = Cur::new(entries.slice(), enc.little);
+    let header_size = header.header_size() as u64;
     while !c.is_empty() {
-        let code = c.uleb().map_err(|e| err(&e))?;
+        // Errors from here on are the DIE's at `die` (a unit offset).
+        let die = header_size + c.pos() as u64;
+        let at = |kind: DwarfErrorKind| dw.dwarf_error(idx, Some(die), kind);
+        let code = c.uleb().map_err(at)?;
         if code == 0 {
             continue;
         }
         let i = usize::try_from(code)
             .ok()
             .filter(|&i| i < 1 << 20)
-            .ok_or_else(|| err(&format!("abbreviation code {code} too large")))?;
+            .ok_or_else(|| {
+                at(DwarfErrorKind::TooLarge {
+                    what: "abbreviation code",
+                    value: code,
+                })
+            })?;
         if i >= plans.len() {
             plans.resize_with(i + 1, || None);
         }
         if plans[i].is_none() {
             let a = abbrevs
                 .get(code)
-                .ok_or_else(|| err(&format!("unknown abbreviation code {code}")))?;
-            plans[i] = Some(scan_plan(a, &enc).map_err(|m| err(&m))?);
+                .ok_or_else(|| at(DwarfErrorKind::UnknownAbbrev(code)))?;
+            plans[i] = Some(scan_plan(a, &enc).map_err(|m| at(DwarfErrorKind::Other(m)))?);
         }
         for s in plans[i].as_deref().expect("just built") {
             match *s {
-                Step::Skip(n) => c.skip_bytes(n as usize).map_err(|e| err(&e))?,
-                Step::SkipForm(f) => enc.skip(&mut c, f).map_err(|e| err(&e))?,
-                Step::Far(n) => far(c.read_uint(n as usize).map_err(|e| err(&e))?),
+                Step::Skip(n) => c.skip_bytes(n as usize).map_err(at)?,
+                Step::SkipForm(f) => enc.skip(&mut c, f).map_err(at)?,
+                Step::Far(n) => far(c.read_uint(n as usize).map_err(at)?),
             }
         }
     }

@@ -6,14 +6,26 @@
 
 #[allow(non_upper_case_globals)] // gimli names DWARF constants as the spec does
 pub mod die;
+pub mod error;
 #[allow(non_upper_case_globals)]
 pub mod lto;
 pub mod ops;
-#[allow(non_upper_case_globals)]
 pub mod types;
+
+// The parser behind `types::parse_cu`: tree walk, DIE → record, attribute
+// decoding, locations.
+#[allow(non_upper_case_globals)]
+mod attrs;
+#[allow(non_upper_case_globals)]
+mod locs;
+#[allow(non_upper_case_globals)]
+mod record;
+#[allow(non_upper_case_globals)]
+mod walk;
 
 use crate::elf::ElfInput;
 use crate::Error;
+use error::{DwarfError, DwarfErrorKind};
 use gimli::{EndianSlice, RunTimeEndian};
 
 /// The reader every DWARF section is read through: a slice of the input.
@@ -126,15 +138,24 @@ impl<'a> DwarfInput<'a> {
         }
     }
 
-    /// An error about unit `idx` of this file.
+    /// An error about unit `idx` of this file, worded by the caller (the generic
+    /// path: errors in a DIE go through [`DwarfInput::dwarf_error`]).
     pub fn unit_error(&self, idx: usize, e: impl std::fmt::Display) -> Error {
-        let off = self.units[idx]
-            .offset()
-            .as_debug_info_offset()
-            .map_or(0, |o| o.0);
-        Error::file(
+        self.dwarf_error(idx, None, DwarfErrorKind::Other(e.to_string()))
+    }
+
+    /// Error `kind` in unit `idx` of this file, in its DIE at unit offset `die` if
+    /// given.
+    pub fn dwarf_error(&self, idx: usize, die: Option<u64>, kind: DwarfErrorKind) -> Error {
+        let unit_offset = self.unit_start(idx);
+        Error::dwarf(
             self.input.path(),
-            format!("DWARF unit {idx} at .debug_info+{off:#x}: {e}"),
+            DwarfError {
+                unit: idx,
+                unit_offset,
+                die_offset: die.map(|d| unit_offset + d),
+                kind,
+            },
         )
     }
 }

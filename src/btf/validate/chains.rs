@@ -50,11 +50,11 @@ impl Chains {
         };
         c.end[0] = 0;
         let mut path = Vec::new();
-        for start in 1..=count {
-            if c.end[start] != UNKNOWN {
+        for start in 1..=btf.type_count() {
+            if c.end[start as usize] != UNKNOWN {
                 continue;
             }
-            let mut cur = start as u32;
+            let mut cur = start;
             let result = loop {
                 let Some(t) = btf.get(TypeId(cur)) else {
                     break if cur == 0 { 0 } else { BROKEN };
@@ -80,11 +80,10 @@ impl Chains {
                 c.end[p as usize] = result;
             }
         }
-        for start in 1..=count {
-            if c.arrays[start] == Suffix::Unknown {
-                if let Some(TypeKind::Array { .. }) = btf.get(TypeId(start as u32)).map(|t| &t.kind)
-                {
-                    c.fill_array(btf, start as u32, &mut path);
+        for start in 1..=btf.type_count() {
+            if c.arrays[start as usize] == Suffix::Unknown {
+                if let Some(TypeKind::Array { .. }) = btf.get(TypeId(start)).map(|t| &t.kind) {
+                    c.fill_array(btf, start, &mut path);
                 }
             }
         }
@@ -101,12 +100,12 @@ impl Chains {
     pub(crate) fn array_size(&self, id: TypeId) -> Option<u32> {
         match self.arrays.get(id.0 as usize)? {
             Suffix::Ok { zero, product } => {
-                if *product > u32::MAX as u64 {
+                if *product > u64::from(u32::MAX) {
                     None
                 } else if *zero {
                     Some(0)
                 } else {
-                    Some(*product as u32)
+                    u32::try_from(*product).ok()
                 }
             }
             _ => None,
@@ -180,14 +179,7 @@ impl Chains {
 
 /// The next type of a modifier (TYPEDEF, VOLATILE, CONST, RESTRICT, TYPE_TAG).
 fn modifier_target(t: &Type) -> Option<TypeId> {
-    match &t.kind {
-        TypeKind::Typedef(n)
-        | TypeKind::Volatile(n)
-        | TypeKind::Const(n)
-        | TypeKind::Restrict(n)
-        | TypeKind::TypeTag { type_id: n, .. } => Some(*n),
-        _ => None,
-    }
+    t.kind.modifier_target()
 }
 
 /// For each type id: whether the modifier chain from it has a TYPE_TAG after a
@@ -209,12 +201,12 @@ pub(crate) fn bad_type_tag_order(btf: &Btf) -> Vec<bool> {
             Some(TypeKind::TypeTag { .. })
         )
     };
-    for start in 1..=count {
-        if !matches!(st[start], St::Unknown) {
+    for start in 1..=btf.type_count() {
+        if !matches!(st[start as usize], St::Unknown) {
             continue;
         }
         path.clear();
-        let mut cur = start as u32;
+        let mut cur = start;
         let (mut tag_ahead, mut bad) = loop {
             let Some(next) = btf.get(TypeId(cur)).and_then(modifier_target) else {
                 break (false, false);
@@ -340,6 +332,7 @@ mod tests {
     /// Random graphs of modifiers, tags, arrays (counts 0, small, huge), pointers,
     /// ints, FWDs and DATASECs, with loops and dangling ids: memo = naive walks.
     #[test]
+    #[allow(clippy::cast_possible_truncation)] // random numbers below small bounds
     fn memo_agrees_with_naive_walks() {
         let mut seed = 0x1234_5678_9abc_def0u64;
         let mut rnd = |n: u64| {
@@ -354,12 +347,7 @@ mod tests {
             for _ in 0..n {
                 let r = TypeId(rnd(n as u64 + 2) as u32);
                 let kind = match rnd(10) {
-                    0 => TypeKind::Int {
-                        size: 4,
-                        encoding: 0,
-                        offset: 0,
-                        bits: 32,
-                    },
+                    0 => TypeKind::int(32, 0),
                     1 => TypeKind::Ptr(r),
                     2 => TypeKind::Const(r),
                     3 => TypeKind::Typedef(r),

@@ -1,46 +1,12 @@
-//! The command line: subcommands (`dump`, `validate`, `dedup`) and pahole's encoding
-//! syntax (anything else).
-//!
-//! `run` looks at the first argument and hands the rest to one function per mode; each
-//! mode parses its own arguments with clap, so adding a mode is one function and one
-//! line in `run`.
+//! pahole's command line, as kernel builds use it: parsed in command-line order as
+//! pahole's argp parser applies it ([`parse_pahole_cmdline`]), and run: one input as
+//! pahole, several as a batch.
 
-use crate::btf;
+use super::USAGE;
 use crate::Error;
-use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [-V|--verbose] [--btf_features=LIST] \
-                     [--btf_features_strict=LIST] [--lang_exclude=LIST] [--btf_base FILE] [--btf_encode_detached=OUT] \
-                     [--dedup=auto|incremental|one-shot] [--time] FILE\n       \
-                     dwarf2btf -J [OPTIONS] --btf_base BASE MODULE.ko… (many modules, in parallel)\n       \
-                     dwarf2btf --version (answers as pahole: v1.32) | --supported_btf_features\n       \
-                     dwarf2btf dump FILE [--base-btf BASE] [--no-validate]\n       \
-                     dwarf2btf validate FILE [--base-btf BASE]\n       \
-                     dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
-
-/// Runs the command line `args` (program name first); returns the exit code.
-pub fn main(args: Vec<OsString>) -> i32 {
-    match run(args) {
-        Ok(()) => 0,
-        Err(CliError::Usage(e)) => {
-            // clap prints help/version to stdout with exit code 0, errors to stderr.
-            let _ = e.print();
-            e.exit_code()
-        }
-        Err(CliError::Run(Error::Refused(msg))) => {
-            eprintln!("{msg}");
-            1
-        }
-        Err(CliError::Run(e)) => {
-            eprintln!("dwarf2btf: error: {e}");
-            1
-        }
-    }
-}
+use std::path::PathBuf;
 
 /// The version `--version` answers: the pahole release whose output we reproduce.
 /// The kernel's `scripts/pahole-version.sh` turns `v1.32` into `132` and picks the
@@ -80,61 +46,59 @@ pub enum PaholeCommand {
     NumericVersion,
 }
 
-/// pahole options that do something other than encode BTF (pretty-printing,
-/// CTF …), with what they do, for a clear refusal.
-const NOT_ENCODING: &[(&str, &str, &str)] = &[
-    ("-C", "--class_name", "show a type"),
-    ("-E", "--expand_types", "expand types when printing"),
-    ("-F", "--format_path", "choose the debug format to read"),
-    ("-s", "--sizes", "print type sizes"),
-    ("-S", "--show_reorg_steps", "show struct reorganization"),
-    ("-R", "--reorganize", "reorganize structs"),
-    ("-H", "--holes", "print structs with holes"),
-    ("-I", "--show_decl_info", "print declaration info"),
-    ("-a", "--anon_include", "include anonymous types"),
-    (
-        "-A",
-        "--nested_anon_include",
-        "include nested anonymous types",
-    ),
-    ("-d", "--recursive", "print nested structs"),
-    ("-D", "--decl_exclude", "exclude declarations"),
-    ("-e", "--expand_pointers", "expand pointers"),
-    ("-f", "--find_pointers_to", "find pointers to a type"),
-    ("-i", "--contains", "find containing types"),
-    (
-        "-l",
-        "--show_first_biggest_size_base_type_member",
-        "print member sizes",
-    ),
-    ("-m", "--nr_methods", "count methods"),
-    ("-M", "--show_only_data_members", "print data members only"),
-    ("-n", "--nr_members", "count members"),
-    ("-N", "--class_name_len", "print name lengths"),
-    ("-O", "--dwarf_offset", "print a DWARF offset"),
-    ("-P", "--packable", "print packable structs"),
-    ("-r", "--rel_offset", "print relative offsets"),
-    ("-t", "--separator", "set the field separator"),
-    ("-T", "--nr_definitions", "count definitions"),
-    ("-u", "--defined_in", "print where types are defined"),
-    ("-x", "--exclude", "exclude types"),
-    ("-X", "--cu_exclude", "exclude units"),
-    ("-y", "--prefix_filter", "filter types by prefix"),
-    ("-z", "--hex", "print offsets in hex"),
-    ("-Z", "--ctf_encode", "encode CTF"),
-    ("", "--structs", "print structs"),
-    ("", "--prettify", "pretty-print raw data"),
-    ("", "--show_private_classes", "print private classes"),
-    ("", "--fixup_silly_bitfields", "fix bitfields when printing"),
-];
+/// pahole options that do something other than encode BTF (pretty-printing, CTF …),
+/// for a clear refusal: one a line, the short option (`-` if none), the long one,
+/// what it does.
+const NOT_ENCODING: &str = "\
+-C --class_name show a type
+-E --expand_types expand types when printing
+-F --format_path choose the debug format to read
+-s --sizes print type sizes
+-S --show_reorg_steps show struct reorganization
+-R --reorganize reorganize structs
+-H --holes print structs with holes
+-I --show_decl_info print declaration info
+-a --anon_include include anonymous types
+-A --nested_anon_include include nested anonymous types
+-d --recursive print nested structs
+-D --decl_exclude exclude declarations
+-e --expand_pointers expand pointers
+-f --find_pointers_to find pointers to a type
+-i --contains find containing types
+-l --show_first_biggest_size_base_type_member print member sizes
+-m --nr_methods count methods
+-M --show_only_data_members print data members only
+-n --nr_members count members
+-N --class_name_len print name lengths
+-O --dwarf_offset print a DWARF offset
+-P --packable print packable structs
+-r --rel_offset print relative offsets
+-t --separator set the field separator
+-T --nr_definitions count definitions
+-u --defined_in print where types are defined
+-x --exclude exclude types
+-X --cu_exclude exclude units
+-y --prefix_filter filter types by prefix
+-z --hex print offsets in hex
+-Z --ctf_encode encode CTF
+- --structs print structs
+- --prettify pretty-print raw data
+- --show_private_classes print private classes
+- --fixup_silly_bitfields fix bitfields when printing";
 
 /// The refusal of a pahole option that does not encode BTF, or None if `key` is
 /// not one.
 fn not_encoding(key: &str) -> Option<String> {
-    let (short, long, what) = NOT_ENCODING.iter().find(|(s, l, _)| {
-        (!s.is_empty() && (key == *s || (key.starts_with(s) && key.len() > 2))) || key == *l
-    })?;
-    let name = if short.is_empty() {
+    let (short, long, what) = NOT_ENCODING
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.splitn(3, ' ');
+            Some((words.next()?, words.next()?, words.next()?))
+        })
+        .find(|&(s, l, _)| {
+            (s != "-" && (key == s || (key.starts_with(s) && key.len() > 2))) || key == l
+        })?;
+    let name = if short == "-" {
         long.to_string()
     } else {
         format!("{short}/{long}")
@@ -273,6 +237,14 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
             "--btf_encode_detached writes one file: give one input file\n{USAGE}"
         )));
     }
+    // Refused here, before any input is opened, rather than dropped: a batch of
+    // modules is deduplicated one-shot, module by module.
+    if dedup == crate::pipeline::DedupMode::Incremental && inputs.len() > 1 {
+        return Err(Error::Msg(format!(
+            "--dedup=incremental takes one input file (a batch of modules is \
+             deduplicated one-shot)\n{USAGE}"
+        )));
+    }
     Ok(PaholeCommand::Encode {
         opts: crate::pipeline::Options {
             input,
@@ -326,7 +298,7 @@ pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, 
 }
 
 /// Runs a pahole-syntax command line: one input as pahole, several as a batch.
-fn run_pahole(args: &[OsString]) -> Result<(), Error> {
+pub(super) fn run_pahole(args: &[OsString]) -> Result<(), Error> {
     match parse_pahole_cmdline(args)? {
         PaholeCommand::Version => println!("{PAHOLE_VERSION}"),
         PaholeCommand::NumericVersion => println!("{}", PAHOLE_VERSION[1..].replace('.', "")),
@@ -393,192 +365,22 @@ fn parse_jobs(v: Option<&str>) -> Result<usize, Error> {
     }
 }
 
-/// Why a run failed: a bad command line (clap reports it) or a failed job.
-enum CliError {
-    Usage(clap::Error),
-    Run(Error),
-}
-
-impl From<Error> for CliError {
-    fn from(e: Error) -> Self {
-        CliError::Run(e)
-    }
-}
-
-impl From<clap::Error> for CliError {
-    fn from(e: clap::Error) -> Self {
-        CliError::Usage(e)
-    }
-}
-
-/// Dispatches on the mode (first argument).
-fn run(args: Vec<OsString>) -> Result<(), CliError> {
-    // Under the name `pahole` (a symlink, or PAHOLE=… in a kernel build) there are no
-    // subcommands: everything is pahole's syntax.
-    let invoked_as = args
-        .first()
-        .and_then(|a| Path::new(a).file_name())
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
-    if invoked_as == "pahole" {
-        return Ok(run_pahole(&args[1..])?);
-    }
-    let mode = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
-    // The mode's own parser sees "dwarf2btf MODE" as its program name.
-    let rest = || {
-        let mut v = vec![OsString::from(format!("dwarf2btf {mode}"))];
-        v.extend(args.iter().skip(2).cloned());
-        v
-    };
-    match mode {
-        "dump" => dump(DumpArgs::try_parse_from(rest())?),
-        "validate" => validate(ValidateArgs::try_parse_from(rest())?),
-        "dedup" => Ok(dedup(&args[2..])?),
-        "-h" | "--help" | "help" => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        "" => Err(Error::Msg(USAGE.into()).into()),
-        // Anything else is pahole's encoding syntax (`-J … FILE`).
-        _ => Ok(run_pahole(&args[1..])?),
-    }
-}
-
-/// `dwarf2btf dump`: print BTF as `bpftool btf dump file` (raw format) does.
-#[derive(Parser, Debug)]
-#[command(about = "Print BTF exactly as `bpftool btf dump file FILE` does")]
-struct DumpArgs {
-    /// Raw BTF file, or ELF file with a .BTF section.
-    file: PathBuf,
-    /// Base BTF of a split BTF (raw file, or ELF file with a .BTF section).
-    #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
-    base_btf: Option<PathBuf>,
-    /// Print BTF that the kernel would refuse too, as bpftool does (for example
-    /// the BTF of a BPF object before libbpf fixes it up). The reader's structural
-    /// checks still apply.
-    #[arg(long)]
-    no_validate: bool,
-}
-
-/// `dwarf2btf validate`: run the kernel's checks and print every problem.
-#[derive(Parser, Debug)]
-#[command(about = "Check BTF the way the kernel and libbpf do; exit 1 on any problem")]
-struct ValidateArgs {
-    /// Raw BTF file, or ELF file with a .BTF section.
-    file: PathBuf,
-    /// Base BTF of a split BTF.
-    #[arg(long = "base-btf", short = 'B', value_name = "BASE")]
-    base_btf: Option<PathBuf>,
-}
-
-/// Reads and validates the base, if any.
-fn load_base(base: Option<&Path>) -> Result<Option<Arc<btf::Btf>>, Error> {
-    base.map(|b| btf::read::read_file_checked(b, None).map(Arc::new))
-        .transpose()
-}
-
-fn dump(a: DumpArgs) -> Result<(), CliError> {
-    let btf = if a.no_validate {
-        let base = a
-            .base_btf
-            .as_deref()
-            .map(|b| btf::read::read_file(b, None).map(Arc::new))
-            .transpose()?;
-        btf::read::read_file(&a.file, base)?
-    } else {
-        let base = load_base(a.base_btf.as_deref())?;
-        btf::read::read_file_checked(&a.file, base)?
-    };
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let res = btf::dump::dump(&btf, &mut out).and_then(|()| out.flush());
-    match res {
-        // A closed pipe (`dwarf2btf dump F | head`) is not an error.
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Error::Msg(format!("writing the dump: {e}")).into())
-        }
-        _ => Ok(()),
-    }
-}
-
-fn validate(a: ValidateArgs) -> Result<(), CliError> {
-    let base = load_base(a.base_btf.as_deref())?;
-    let path = &a.file;
-    let btf = btf::read::with_btf_bytes(path, ".BTF", |bytes| {
-        let btf = btf::read::parse(bytes, base)?;
-        let mut problems = btf::validate::check_layout(bytes);
-        problems.extend(btf::validate::validate(&btf));
-        Ok((btf, problems))
-    })?;
-    let (btf, problems) = btf;
-    if problems.is_empty() {
-        println!(
-            "{}: valid BTF, {} types (ids {}..={})",
-            path.display(),
-            btf.types().len(),
-            btf.first_id(),
-            btf.type_count()
-        );
-        return Ok(());
-    }
-    for p in &problems {
-        eprintln!("{}: {p}", path.display());
-    }
-    Err(Error::file(path, format!("{} problems", problems.len())).into())
-}
-
-/// `dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]`: libbpf's btf__dedup.
-fn dedup(args: &[OsString]) -> Result<(), Error> {
-    let usage = "usage: dwarf2btf dedup IN -o OUT [--base-btf BASE] [--libbpf-1.1]";
-    let (mut input, mut out, mut base) = (None, None, None);
-    let mut compat = crate::dedup::Compat::Upstream;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |what: &str| {
-            it.next()
-                .map(PathBuf::from)
-                .ok_or_else(|| Error::Msg(format!("dedup: {what} needs a file; {usage}")))
-        };
-        if a == "-o" {
-            out = Some(value("-o")?);
-        } else if a == "--base-btf" {
-            base = Some(value("--base-btf")?);
-        } else if a == "--libbpf-1.1" {
-            compat = crate::dedup::Compat::Libbpf1_1;
-        } else if a.to_string_lossy().starts_with('-') && a != "-" {
-            // Not taken as the input file name: `dedup --typo IN` must name the typo.
-            let a = a.to_string_lossy();
-            return Err(Error::Msg(format!("dedup: unknown option {a}; {usage}")));
-        } else if input.is_none() {
-            input = Some(PathBuf::from(a));
-        } else {
-            let a = a.to_string_lossy();
-            return Err(Error::Msg(format!(
-                "dedup: unexpected argument {a}; {usage}"
-            )));
-        }
-    }
-    let input = input.ok_or_else(|| Error::Msg(format!("dedup: no input file; {usage}")))?;
-    let out = out.ok_or_else(|| Error::Msg(format!("dedup: no output file; {usage}")))?;
-    let base = match base {
-        Some(b) => Some(Arc::new(btf::read::read_file(&b, None)?)),
-        None => None,
-    };
-    let btf = btf::read::read_file(&input, base)?;
-    // By value: the input's type model is freed once the dedup has copied it.
-    let bytes = crate::dedup::dedup_bytes_owned(btf, compat)
-        .map_err(|e| Error::file(&input, e.to_string()))?;
-    crate::output::write_atomic(&out, &bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     use crate::encode::Features;
 
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
     fn parse(args: &[&str]) -> Result<crate::pipeline::Options, Error> {
-        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse_pahole_args(&v)
+        parse_pahole_args(&os(args))
+    }
+
+    fn cmdline(args: &[&str]) -> Result<PaholeCommand, Error> {
+        parse_pahole_cmdline(&os(args))
     }
 
     #[test]
@@ -612,11 +414,6 @@ mod tests {
         assert!(parse(&["-J", "-j0", "x"]).is_err());
         assert!(parse(&["--lang_exclude=klingon", "x"]).is_err());
         assert!(parse(&["a", "b"]).is_err());
-    }
-
-    fn cmdline(args: &[&str]) -> Result<PaholeCommand, Error> {
-        let v: Vec<OsString> = args.iter().map(OsString::from).collect();
-        parse_pahole_cmdline(&v)
     }
 
     #[test]
@@ -705,24 +502,42 @@ mod tests {
             Ok(PaholeCommand::Version)
         ));
         assert!(matches!(cmdline(&["--help"]), Ok(PaholeCommand::Help)));
-        match cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap() {
-            PaholeCommand::Encode {
-                opts,
-                inputs,
-                jobs_given,
-                dedup,
-                verbose,
-                time,
-                notes,
-            } => {
-                assert!(!verbose && !time && notes.is_empty());
-                assert_eq!(inputs, vec![PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
-                assert_eq!(opts.input, PathBuf::from("a.ko"));
-                assert!(!jobs_given);
-                assert_eq!(dedup, crate::pipeline::DedupMode::Auto);
-            }
-            other => panic!("{other:?}"),
-        }
+        let batch = cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap();
+        let PaholeCommand::Encode {
+            opts,
+            inputs,
+            notes,
+            ..
+        } = &batch
+        else {
+            panic!("{batch:?}")
+        };
+        assert_eq!(*inputs, [PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
+        assert_eq!(opts.input, PathBuf::from("a.ko"));
+        assert!(notes.is_empty());
+        use crate::pipeline::DedupMode;
+        let quiet = |c: &PaholeCommand| {
+            matches!(
+                c,
+                PaholeCommand::Encode {
+                    verbose: false,
+                    time: false,
+                    ..
+                }
+            )
+        };
+        assert!(quiet(&batch), "{batch:?}");
+        let auto = |c: &PaholeCommand| {
+            matches!(
+                c,
+                PaholeCommand::Encode {
+                    jobs_given: false,
+                    dedup: DedupMode::Auto,
+                    ..
+                }
+            )
+        };
+        assert!(auto(&batch), "{batch:?}");
         match cmdline(&["-J", "--dedup=one-shot", "a.ko"]).unwrap() {
             PaholeCommand::Encode { dedup, .. } => {
                 assert_eq!(dedup, crate::pipeline::DedupMode::OneShot)
@@ -730,6 +545,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(cmdline(&["-J", "--dedup=sometimes", "a.ko"]).is_err());
+        let e = cmdline(&[
+            "-J",
+            "--dedup=incremental",
+            "--btf_base",
+            "v",
+            "a.ko",
+            "b.ko",
+        ]);
+        assert!(e.unwrap_err().to_string().contains("one input file"));
         assert!(parse(&["-J", "a.ko", "b.ko"]).is_err());
         assert!(cmdline(&["--btf_encode_detached=o", "a", "b"]).is_err());
         // A detached output implies -J, as in pahole.
