@@ -1,19 +1,20 @@
-//! The encoding run: ELF → DWARF units → (per unit) arena → encoder → dedup → file.
+//! The encoding run: ELF → DWARF units → (per unit, on a worker) arena → encoded
+//! unit → (in unit order) strings, dedup, records → file.
 //!
-//! Units are parsed in parallel and encoded strictly in unit order
-//! ([`sched::run_ordered`]): a worker parses unit `i` into its own arena
-//! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
-//! [`CuTypes`] that borrows it (`ParsedUnit`, a `self_cell`); whichever worker holds
-//! the token encodes the next unit ([`crate::encode::encode_cu`]) and its functions and
-//! variables ([`FuncEncoder::add_cu`]), hands its types to the incremental dedup
-//! (whole BTF; see [`DedupMode`]) and renumbers the unit's saved records to the
-//! types kept, empties the arena (one step) back into a small pool and releases the
-//! unit's input pages. At most `window` units are parsed but not yet encoded.
+//! [`sched::run_ordered`] hands unit indices to the workers. A worker parses unit `i`
+//! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
+//! ([`encode_unit`]) into an owned [`EncodedUnit`] (types with unit-local ids, a
+//! unit-local string table, its function and variable records), and empties the arena
+//! back into the pool at once. Whichever worker holds the token merges the next unit
+//! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
+//! its types into the run's BTF or the incremental dedup (whole BTF; see
+//! [`DedupMode`]), its records, renumbered, into the run's functions; then it releases
+//! the unit's input pages. At most `window` units are encoded but not yet merged.
 //! DESIGN.md ("The engine") tells the whole story.
 //!
-//! The output bytes do not depend on `-j` or the window: encoding and deduplication
-//! run in unit order on one token holder at a time, and parsing a unit depends on
-//! nothing but the unit.
+//! The output bytes do not depend on `-j` or the window: encoding a unit depends on
+//! nothing but the unit (and the file's symbols), and everything that spans units
+//! happens in unit order.
 
 use crate::btf::{self, Btf};
 use crate::dedup::{Compat, FinalPass, Incremental};
@@ -60,10 +61,10 @@ pub enum DedupMode {
     /// is small, and one-shot is pahole's result by construction).
     #[default]
     Auto,
-    /// Each unit's types are deduplicated against the types kept so far as soon as
-    /// the unit is encoded, and the records that outlive the unit (saved function
-    /// prototypes, variables) are renumbered to the kept types
-    /// ([`FuncEncoder::remap_unit`]); the functions and DATASECs are added after the
+    /// Each unit's types are deduplicated against the types kept so far as the unit
+    /// is merged in order, and the unit's records (saved function prototypes,
+    /// variables) get the kept ids ([`FuncEncoder::add_unit`]); the functions and
+    /// DATASECs are added after the
     /// last unit, and one final one-shot pass runs over the kept types and them.
     /// Memory follows the output, not the input.
     Incremental,
@@ -346,7 +347,7 @@ fn encode_units(
             Ok((unit, loclists_start))
         })
     };
-    let mut ordered = ordered::Ordered::new(state, sink.take(), merged);
+    let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);
     let mut funcs: Option<FuncEncoder> = None;
     let consume = |item: usize, (unit, loclists_start): (EncodedUnit, u64)| {
         busy(t, Busy::Encode, || {

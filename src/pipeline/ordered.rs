@@ -11,6 +11,15 @@ use crate::btf::{StrOffset, Type, TypeId, TypeKind};
 use crate::dedup::Incremental;
 use crate::dwarf::types::Name;
 use crate::encode::{EncodedUnit, EncoderState, FuncEncoder, INDEX_TYPE};
+use crate::timing::{Busy, Timings};
+
+/// `f`, counted as dedup time by `--time`.
+fn busy<R>(t: Option<&Timings>, f: impl FnOnce() -> R) -> R {
+    match t {
+        Some(t) => t.busy(Busy::Dedup, f),
+        None => f(),
+    }
+}
 
 /// The array index type, once a unit has given one.
 enum Index {
@@ -33,16 +42,24 @@ pub(super) struct Ordered {
     merged: bool,
     /// Scratch: the run's offset of each of the unit's strings.
     strs: Vec<StrOffset>,
+    /// Where `--time` counts the dedup's busy time.
+    timings: Option<&'static Timings>,
 }
 
 impl Ordered {
-    pub fn new(state: EncoderState, inc: Option<Incremental>, merged: bool) -> Ordered {
+    pub fn new(
+        state: EncoderState,
+        inc: Option<Incremental>,
+        merged: bool,
+        timings: Option<&'static Timings>,
+    ) -> Ordered {
         Ordered {
             state,
             inc,
             index: None,
             merged,
             strs: Vec::new(),
+            timings,
         }
     }
 
@@ -137,8 +154,8 @@ impl Ordered {
 
         match &mut self.inc {
             Some(inc) => {
-                let kept = inc
-                    .add_encoded(&types, self.state.btf().str_end())
+                let str_end = self.state.btf().str_end();
+                let kept = busy(self.timings, || inc.add_encoded(&types, str_end))
                     .map_err(|e| format!("dedup: {e}"))?;
                 let kept_id = |l: TypeId| match l {
                     TypeId::VOID => TypeId::VOID,
