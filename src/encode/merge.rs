@@ -24,7 +24,7 @@ use std::sync::Arc;
 #[derive(Default)]
 struct Merged {
     /// (value, tagged type, component index).
-    tags: Vec<(Box<[u8]>, TypeId, i32)>,
+    tags: Vec<super::DeferredTag>,
     /// The name of each entry of [`FuncEncoder::parms`] (empty for `...`).
     parm_names: Vec<Box<[u8]>>,
     /// The value of each entry of [`FuncEncoder::annots`].

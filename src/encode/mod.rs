@@ -149,6 +149,10 @@ pub struct Scratch {
     funcs: candidates::FuncScratch,
 }
 
+/// A decl tag of a type waiting for the end of a merged unit: (value, tagged type,
+/// component index).
+pub type DeferredTag = (Box<[u8]>, TypeId, i32);
+
 /// A unit's records that outlive it, in its local ids and strings.
 #[derive(Default, Debug)]
 pub struct UnitRecords {
@@ -158,7 +162,7 @@ pub struct UnitRecords {
     pub vars: Vec<(u32, VarSecInfo)>,
     /// In a merged unit: its type decl tags (value, tagged type, component index)
     /// and its variables, which pahole adds after every part's types.
-    pub tags: Vec<(Box<[u8]>, TypeId, i32)>,
+    pub tags: Vec<DeferredTag>,
     /// See `tags`.
     pub pending_vars: Vec<PendingVar>,
 }

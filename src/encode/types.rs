@@ -1,7 +1,9 @@
 //! One unit's type DIEs to BTF types, with unit-local ids, as pahole v1.31 converts
 //! them (`btf_encoder__encode_tag` and friends).
 
-use super::{low32, EncodeError, Features, Out, TypeSink, UnitContext, ALIAS, INDEX_TYPE};
+use super::{
+    low32, DeferredTag, EncodeError, Features, Out, TypeSink, UnitContext, ALIAS, INDEX_TYPE,
+};
 use crate::btf::{
     Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
 };
@@ -36,7 +38,7 @@ pub(super) fn encode_types(
     ctx: &UnitContext,
     ids: &mut Vec<u32>,
     out: &mut Out<'_>,
-) -> Result<(IndexUse, Vec<(Box<[u8]>, TypeId, i32)>), EncodeError> {
+) -> Result<(IndexUse, Vec<DeferredTag>), EncodeError> {
     assign_ids(cu, &ctx.features, ids);
     let enc = Unit { cu, ids };
     let st = &ctx.features;
