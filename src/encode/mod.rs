@@ -53,6 +53,15 @@ fn low32(v: u64) -> u32 {
     (v & 0xffff_ffff) as u32
 }
 
+/// What `EncodedUnit::types[0]` holds as the unit leaves its worker: a free slot
+/// before the unit's first type, where the ordered part puts the one type a unit's
+/// batch may need ahead of its own (see `pipeline::ordered`), so that the types are
+/// never moved for it.
+pub const LEAD_SLOT: Type = Type {
+    name: StrOffset::EMPTY,
+    kind: TypeKind::Fwd { union: false },
+};
+
 /// An index or count among one unit's DIEs (functions, parameters, decl tags) as a
 /// u32: every DIE takes bytes of `.debug_info`, whose unit offsets are 32-bit in the
 /// DWARF kernels are built with, so there are fewer than 2^32.
@@ -92,8 +101,8 @@ pub(crate) fn push_decl_tag(st: &mut impl TypeSink, value: StrOffset, target: Ty
     });
 }
 
-/// A unit's output while it is encoded: its types (local id = position + 1) and
-/// its string table.
+/// A unit's output while it is encoded: its types (local id = position, after
+/// [`LEAD_SLOT`]) and its string table.
 pub(crate) struct Out<'s> {
     types: Vec<Type>,
     strs: &'s mut UnitInterner,
@@ -106,7 +115,7 @@ impl TypeSink for Out<'_> {
 
     fn push(&mut self, t: Type) -> TypeId {
         self.types.push(t);
-        TypeId(idx32(self.types.len()))
+        TypeId(idx32(self.types.len() - 1))
     }
 }
 
@@ -170,8 +179,9 @@ pub struct UnitRecords {
 /// One unit, encoded (see the module doc).
 #[derive(Debug)]
 pub struct EncodedUnit {
-    /// The unit's types in pahole's order: those of its DIEs, its decl tags, its
-    /// VARs (with their decl tags). Local ids; names are local strings.
+    /// [`LEAD_SLOT`], then the unit's types in pahole's order: those of its DIEs,
+    /// its decl tags, its VARs (with their decl tags). Local id `l` is `types[l]`;
+    /// names are local strings.
     pub types: Vec<Type>,
     /// The unit's strings: local string `k` is `StrOffset(k)` (from 1 on).
     pub strings: UnitStrings,
@@ -189,7 +199,7 @@ pub fn encode_unit(
     sc: &mut Scratch,
 ) -> Result<EncodedUnit, EncodeError> {
     let mut out = Out {
-        types: Vec::new(),
+        types: vec![LEAD_SLOT],
         strs: &mut sc.strings,
     };
     let result = encode_into(cu, ctx, &mut sc.ids, &mut sc.funcs, &mut out);
@@ -398,7 +408,7 @@ mod tests {
             "int, s, a, s_t, e, NEG: {:?}",
             unit.strings
         );
-        let kinds: Vec<_> = unit.types.iter().map(|t| t.kind.clone()).collect();
+        let kinds: Vec<_> = unit.types[1..].iter().map(|t| t.kind.clone()).collect();
         assert_eq!(kinds.len(), 6, "{kinds:?}");
         assert_eq!(kinds[3], TypeKind::Ptr(TypeId(1)), "atomic follows to int");
         assert!(

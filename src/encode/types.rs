@@ -211,7 +211,7 @@ pub(super) fn encode_types(
     let index = IndexUse {
         own_int,
         arrays,
-        own_types: u32::try_from(out.types.len()).map_err(|_| too_many())?,
+        own_types: u32::try_from(out.types.len() - 1).map_err(|_| too_many())?,
         own_strings: out.strs.len(),
     };
     let mut deferred = Vec::new();

@@ -133,7 +133,7 @@ impl Ordered {
                 *o = strs[o.0 as usize - 1];
             }
         };
-        for t in &mut types {
+        for t in &mut types[1..] {
             s(&mut t.name);
             t.kind.for_each_str_mut(s);
             t.kind.for_each_ref_mut(|r| *r = batch_id(*r));
@@ -145,17 +145,20 @@ impl Ordered {
                 offset: 0,
                 bits: 32,
             };
-            types.insert(own as usize, Type { name, kind: int });
+            // Once per run: after the unit's own types (local ids 1..=own).
+            types.insert(own as usize + 1, Type { name, kind: int });
         }
+        // The batch: the lead slot holds the index INT's copy, or is left out.
         if let (1, Some(Index::Int(int))) = (lead, &self.index) {
-            types.insert(0, int.clone());
+            types[0] = int.clone();
         }
+        let batch = &types[1 - lead as usize..];
         let new_index = index_pos.filter(|_| !known);
 
         match &mut self.inc {
             Some(inc) => {
                 let str_end = self.state.btf().str_end();
-                let kept = busy(self.timings, || inc.add_encoded(&types, str_end))
+                let kept = busy(self.timings, || inc.add_encoded(batch, str_end))
                     .map_err(|e| format!("dedup: {e}"))?;
                 let kept_id = |l: TypeId| match l {
                     TypeId::VOID => TypeId::VOID,
@@ -163,18 +166,18 @@ impl Ordered {
                 };
                 funcs.add_unit(records, kept_id, strs);
                 if let Some(p) = new_index {
-                    self.index = Some(Index::Int(types[p as usize].clone()));
+                    self.index = Some(Index::Int(batch[p as usize].clone()));
                 }
             }
             None => {
-                let btf = self.state.btf_mut();
-                for t in types {
-                    btf.push_type(t);
-                }
-                funcs.add_unit(records, batch_id, strs);
                 if let Some(p) = new_index {
                     self.index = Some(Index::Id(TypeId(first + p)));
                 }
+                let btf = self.state.btf_mut();
+                for t in types.into_iter().skip(1) {
+                    btf.push_type(t);
+                }
+                funcs.add_unit(records, batch_id, strs);
             }
         }
         Ok(())
