@@ -39,7 +39,9 @@ pub(super) fn encode_types(
     ids: &mut Vec<u32>,
     out: &mut Out<'_>,
 ) -> Result<(IndexUse, Vec<DeferredTag>), EncodeError> {
-    assign_ids(cu, &ctx.features, ids);
+    let n = assign_ids(cu, &ctx.features, ids);
+    // Room for the unit's types and decl tags: growing the vector would copy it.
+    out.types.reserve_exact(n + cu.decl_tags.len());
     let enc = Unit { cu, ids };
     let st = &ctx.features;
     let own_int = cu
@@ -346,8 +348,8 @@ fn base_type<'n>(
 }
 
 /// Assigns the local id of every type DIE of the unit, from 1 on (`ALIAS` for those
-/// not encoded).
-fn assign_ids(cu: &CuTypes<'_>, features: &Features, ids: &mut Vec<u32>) {
+/// not encoded); returns how many are encoded.
+fn assign_ids(cu: &CuTypes<'_>, features: &Features, ids: &mut Vec<u32>) -> usize {
     ids.clear();
     ids.resize(cu.types.len(), ALIAS);
     let mut next = 1;
@@ -369,6 +371,7 @@ fn assign_ids(cu: &CuTypes<'_>, features: &Features, ids: &mut Vec<u32>) {
             next += 1;
         }
     }
+    next as usize - 1
 }
 
 /// A unit being encoded, with the local ids of its DIEs.
