@@ -103,10 +103,7 @@ fn the_index_type_is_chosen_in_unit_order() {
         .iter()
         .map(|t| t.kind.kind())
         .collect();
-    assert!(
-        before.iter().any(|k| *k == dwarf2btf::btf::Kind::Array),
-        "{before:?}"
-    );
+    assert!(before.contains(&dwarf2btf::btf::Kind::Array), "{before:?}");
 
     // After dedup: the same bytes whatever the workers, window and mode.
     let one = encode_bytes(&opts, &Tuning::default()).unwrap();
