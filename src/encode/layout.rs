@@ -4,38 +4,6 @@
 
 use crate::dwarf::types::{CuTypes, DieRef, RefKind, TypeDie};
 
-/// The storage size in bytes of the type `r` refers to, for old-style bitfield
-/// offsets (`DW_AT_bit_offset`): a base type's `DW_AT_byte_size`, an enum of no
-/// size 4 (pahole's `dwarf_loader` reading of `DW_AT_data_bit_offset`'s complement).
-pub(super) fn storage_size(cu: &CuTypes<'_>, r: DieRef, depth: u32) -> u64 {
-    if depth > 32 {
-        return 0;
-    }
-    let Some(i) = cu.index_of(r) else {
-        return 0;
-    };
-    match cu.types[i] {
-        TypeDie::Base { byte_size, .. } => u64::from(byte_size),
-        TypeDie::Composite { size, .. } => u64::from(size),
-        TypeDie::Enum { size, .. } => {
-            if size == 0 {
-                4
-            } else {
-                u64::from(size)
-            }
-        }
-        TypeDie::Ref {
-            kind: RefKind::Pointer,
-            ..
-        } => u64::from(cu.address_size),
-        TypeDie::Ref { ty, .. } => storage_size(cu, ty, depth + 1),
-        TypeDie::Array { ty, dims } => dims
-            .iter()
-            .fold(storage_size(cu, ty, depth + 1), |n, &d| n.wrapping_mul(d)),
-        TypeDie::Proto { .. } => 0,
-    }
-}
-
 /// The type DIE `r` refers to, through typedefs, cv-qualifiers and aliases.
 pub(super) fn strip<'c, 'a>(cu: &'c CuTypes<'a>, mut r: DieRef) -> Option<&'c TypeDie<'a>> {
     for _ in 0..64 {
@@ -104,27 +72,41 @@ pub(super) fn param_byte_size(cu: &CuTypes<'_>, r: DieRef, depth: u32) -> u64 {
     }
 }
 
-/// pahole's `tag__size`: the size in bytes of type `r` (0 for void, incomplete
-/// arrays and function types).
-pub(super) fn type_size(cu: &CuTypes<'_>, r: DieRef, depth: u32) -> u64 {
-    if depth > 64 {
+/// Which of pahole's size queries [`size_of`] answers: they differ on base types
+/// and enums.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sizing {
+    /// `tag__size` (variables, alignment): a base type's `DW_AT_bit_size` in
+    /// bytes, an enum's size as it is.
+    Tag,
+    /// The storage unit of an old-style bitfield (`DW_AT_bit_offset`): a base
+    /// type's `DW_AT_byte_size`, 4 for an enum without a size.
+    Storage,
+}
+
+/// The size in bytes of type `r` (0 for void, incomplete arrays and function
+/// types), as `how` measures it.
+pub(super) fn size_of(cu: &CuTypes<'_>, r: DieRef, depth: u32, how: Sizing) -> u64 {
+    let limit = if how == Sizing::Storage { 32 } else { 64 };
+    if depth > limit {
         return 0;
     }
     let Some(i) = cu.index_of(r) else {
         return 0;
     };
     match cu.types[i] {
-        TypeDie::Base { bit_size, .. } => (bit_size as u64).div_ceil(8),
-        TypeDie::Composite { size, .. } => size as u64,
-        TypeDie::Enum { size, .. } => size as u64,
+        TypeDie::Base { byte_size, .. } if how == Sizing::Storage => u64::from(byte_size),
+        TypeDie::Base { bit_size, .. } => u64::from(bit_size).div_ceil(8),
+        TypeDie::Enum { size: 0, .. } if how == Sizing::Storage => 4,
+        TypeDie::Composite { size, .. } | TypeDie::Enum { size, .. } => u64::from(size),
         TypeDie::Ref {
             kind: RefKind::Pointer,
             ..
-        } => cu.address_size as u64,
-        TypeDie::Ref { ty, .. } => type_size(cu, ty, depth + 1),
+        } => u64::from(cu.address_size),
+        TypeDie::Ref { ty, .. } => size_of(cu, ty, depth + 1, how),
         TypeDie::Array { ty, dims } => dims
             .iter()
-            .fold(type_size(cu, ty, depth + 1), |n, &d| n.wrapping_mul(d)),
+            .fold(size_of(cu, ty, depth + 1, how), |n, &d| n.wrapping_mul(d)),
         TypeDie::Proto { .. } => 0,
     }
 }
@@ -141,7 +123,7 @@ fn type_align(cu: &CuTypes<'_>, r: DieRef, depth: u32) -> u64 {
             .max()
             .unwrap_or(1),
         Some(TypeDie::Array { ty, .. }) => type_align(cu, *ty, depth + 1),
-        _ => type_size(cu, r, depth + 1).clamp(1, 16),
+        _ => size_of(cu, r, depth + 1, Sizing::Tag).clamp(1, 16),
     }
 }
 

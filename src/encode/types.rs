@@ -260,7 +260,7 @@ fn composite(
             let storage = if m.byte_size != 0 {
                 u64::from(m.byte_size)
             } else {
-                super::layout::storage_size(enc.cu, m.ty, 0)
+                super::layout::size_of(enc.cu, m.ty, 0, super::layout::Sizing::Storage)
             };
             let within = if ctx.little_endian {
                 (storage * 8) as i64 - old - i64::from(m.bit_size)

@@ -3,7 +3,7 @@
 //! DATASEC per section at the very end, as
 //! pahole v1.31's `btf_encoder__encode_cu_variables` (docs/pahole-functions.md §7).
 
-use super::layout::type_size;
+use super::layout::{size_of, Sizing};
 use super::types::Unit;
 use super::{push_decl_tag, EncodeError, EncoderState, Features, TypeSink};
 use crate::btf::{Type, TypeId, TypeKind, VarSecInfo, VAR_GLOBAL_ALLOCATED, VAR_STATIC};
@@ -131,7 +131,7 @@ impl VarRules {
                 }
                 return Err(EncodeError(format!("variable '{name}' has void type")));
             }
-            let size = type_size(cu, d.ty, 0);
+            let size = size_of(cu, d.ty, 0, Sizing::Tag);
             // pahole leaves out what a DATASEC entry cannot hold.
             let (Ok(size), Ok(offset)) = (u32::try_from(size), u32::try_from(offset)) else {
                 continue;
