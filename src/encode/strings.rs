@@ -58,7 +58,8 @@ pub struct UnitStr {
     len: u32,
 }
 
-/// One unit's strings, each once, in first-use order. A unit's records name string
+/// One unit's strings in first-use order (a string may have more than one entry:
+/// see [`UnitInterner`]). A unit's records name string
 /// `i` of the table (0-based) as `StrOffset(i + 1)`; `StrOffset(0)` is the empty name.
 #[derive(Default, Debug)]
 pub struct UnitStrings {
@@ -89,11 +90,14 @@ impl UnitStrings {
 const UNIT_RECENT_BITS: u32 = 14;
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
+///
+/// A name is found again by its address only (names come from `.debug_str`, where
+/// the linker merged equal strings): a name met again at another address, or after
+/// its cache slot was taken, gets a second entry. That costs nothing in the output:
+/// merging maps both entries to the one offset, and only the first use of a string
+/// decides its place.
 pub struct UnitInterner {
     out: UnitStrings,
-    map: ByHash,
-    /// Names whose hash an earlier name of the unit has: (hash, index).
-    overflow: Vec<(u64, u32)>,
     /// A direct-mapped cache by address: (address, backing length, unit, index);
     /// entries of earlier units are told apart by `unit`.
     recent: Box<[(usize, usize, u32, u32)]>,
@@ -104,8 +108,6 @@ impl Default for UnitInterner {
     fn default() -> Self {
         UnitInterner {
             out: UnitStrings::default(),
-            map: ByHash::default(),
-            overflow: Vec::new(),
             recent: vec![(0, 0, 0, 0); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
             unit: 1,
         }
@@ -125,17 +127,18 @@ impl UnitInterner {
         if e.0 == key.0 && e.1 == key.1 && e.2 == self.unit {
             return StrOffset(e.3 + 1);
         }
-        let i = self.intern_bytes(name.bytes(), key);
+        let i = self.push(name.bytes(), key);
         self.recent[slot] = (key.0, key.1, self.unit, i);
         StrOffset(i + 1)
     }
 
-    /// [`UnitInterner::intern`] for bytes the encoder built: by content only.
+    /// [`UnitInterner::intern`] for bytes the encoder built (no address to know
+    /// them by: each is an entry of its own).
     pub fn intern_owned(&mut self, s: &[u8]) -> StrOffset {
         if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        StrOffset(self.intern_bytes(s, (0, 0)) + 1)
+        StrOffset(self.push(s, (0, 0)) + 1)
     }
 
     /// Touches the cache slots of `names` before they are interned one by one: the
@@ -161,8 +164,6 @@ impl UnitInterner {
 
     /// The unit's table; the interner is ready for the next unit.
     pub fn take(&mut self) -> UnitStrings {
-        self.map.clear();
-        self.overflow.clear();
         self.unit = self.unit.wrapping_add(1).max(1);
         if self.unit == 1 {
             // Wrapped: entries of unit 1 of the last round must not match.
@@ -171,32 +172,16 @@ impl UnitInterner {
         std::mem::take(&mut self.out)
     }
 
-    fn intern_bytes(&mut self, s: &[u8], key: (usize, usize)) -> u32 {
-        let hash = hash_str(s);
-        if let Some(&i) = self.map.get(&hash) {
-            if self.out.bytes(i as usize) == s {
-                return i;
-            }
-            if let Some(&(_, i)) = self
-                .overflow
-                .iter()
-                .find(|&&(h, i)| h == hash && self.out.bytes(i as usize) == s)
-            {
-                return i;
-            }
-        }
+    fn push(&mut self, s: &[u8], key: (usize, usize)) -> u32 {
         let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
         let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
         self.out.blob.extend_from_slice(s);
         self.out.strs.push(UnitStr {
-            hash,
+            hash: hash_str(s),
             key,
             start,
             len: u32::try_from(s.len()).expect("a name under 4 GiB"),
         });
-        if self.map.try_insert_hash(hash, i) {
-            self.overflow.push((hash, i));
-        }
         i
     }
 }
@@ -445,8 +430,13 @@ mod tests {
         let mut u = UnitInterner::default();
         assert_eq!(u.intern(Name::new(&sec[4..])), StrOffset(1));
         assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2));
-        assert_eq!(u.intern(Name::new(&sec[9..])), StrOffset(2), "by content");
-        assert_eq!(u.intern_owned(b"long"), StrOffset(1));
+        assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "by address");
+        assert_eq!(
+            u.intern(Name::new(&sec[9..])),
+            StrOffset(3),
+            "another address"
+        );
+        assert_eq!(u.intern_owned(b"long"), StrOffset(4));
         let first = u.take();
         assert_eq!(u.intern(Name::new(&sec[13..])), StrOffset(1));
         assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "a new unit");
@@ -457,7 +447,7 @@ mod tests {
         idx.merge(&mut btf, &first, 0..first.len(), &mut a);
         idx.merge(&mut btf, &second, 0..second.len(), &mut b);
         assert_eq!(btf.strings(), b"\0long\0int\0char\0");
-        assert_eq!(a, [StrOffset(1), StrOffset(6)]);
+        assert_eq!(a, [StrOffset(1), StrOffset(6), StrOffset(6), StrOffset(1)]);
         assert_eq!(b, [StrOffset(10), StrOffset(6)]);
     }
 
