@@ -3,7 +3,7 @@
 
 use dwarf2btf::dwarf::{types::parse_cu, DwarfInput};
 use dwarf2btf::elf::ElfInput;
-use dwarf2btf::encode::{encode_cu, EncoderState, Features};
+use dwarf2btf::encode::{encode_unit, Features, Scratch, UnitContext};
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), dwarf2btf::Error> {
@@ -12,11 +12,15 @@ fn main() -> Result<(), dwarf2btf::Error> {
     let input = ElfInput::open(path.as_ref())?;
     let dw = DwarfInput::new(&input)?;
     let setup = t0.elapsed();
-    let mut st = EncoderState::new(
-        None,
+    // Types only: functions and variables need the file's symbols.
+    let ctx = UnitContext::new(
         Features::from_list("default"),
         input.is_little_endian(),
+        false,
+        None,
     );
+    let mut scratch = Scratch::default();
+    let mut types = 0usize;
     let (mut parse, mut encode) = (Duration::ZERO, Duration::ZERO);
     let (mut max_arena, mut sum_arena, mut dies) = (0usize, 0usize, 0usize);
     for idx in 0..dw.unit_count() {
@@ -26,20 +30,20 @@ fn main() -> Result<(), dwarf2btf::Error> {
         parse += t.elapsed();
         dies += cu.types.len();
         let t = Instant::now();
-        encode_cu(&cu, &mut st).map_err(|e| dw.unit_error(idx, e))?;
+        let unit = encode_unit(&cu, &ctx, &mut scratch).map_err(|e| dw.unit_error(idx, e))?;
+        types += unit.types.len();
         encode += t.elapsed();
         max_arena = max_arena.max(arena.allocated_bytes());
         sum_arena += arena.allocated_bytes();
     }
-    let btf = st.finish();
     println!(
-        "units {} | setup {:.3}s parse {:.3}s encode {:.3}s | type DIEs {} -> BTF types {} | arena max {} KB, mean {} KB",
+        "units {} | setup {:.3}s parse {:.3}s encode {:.3}s | type DIEs {} -> BTF types {} (before dedup) | arena max {} KB, mean {} KB",
         dw.unit_count(),
         setup.as_secs_f64(),
         parse.as_secs_f64(),
         encode.as_secs_f64(),
         dies,
-        btf.types().len(),
+        types,
         max_arena / 1024,
         sum_arena / dw.unit_count() / 1024
     );

@@ -1,31 +1,37 @@
-//! The encoding run: ELF → DWARF units → (per unit) arena → encoder → dedup → file.
+//! The encoding run: ELF → DWARF units → (per unit, on a worker) arena → encoded
+//! unit → (in unit order) strings, dedup, records → file.
 //!
-//! Units are parsed in parallel and encoded strictly in unit order
-//! ([`sched::run_ordered`]): a worker parses unit `i` into its own arena
-//! ([`crate::dwarf::types::parse_cu`]) and hands over the arena together with the parsed
-//! [`CuTypes`] that borrows it (`ParsedUnit`, a `self_cell`); whichever worker holds
-//! the token encodes the next unit ([`crate::encode::encode_cu`]) and its functions and
-//! variables ([`FuncEncoder::add_cu`]), hands its types to the incremental dedup
-//! (whole BTF; see [`DedupMode`]) and renumbers the unit's saved records to the
-//! types kept, empties the arena (one step) back into a small pool and releases the
-//! unit's input pages. At most `window` units are parsed but not yet encoded.
+//! [`sched::run_ordered`] hands unit indices to the workers. A worker parses unit `i`
+//! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
+//! ([`encode_unit`]) into an owned [`EncodedUnit`] (types with unit-local ids, a
+//! unit-local string table, its function and variable records), and empties the arena
+//! back into the pool at once. Whichever worker holds the token merges the next unit
+//! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
+//! its types into the run's BTF or the incremental dedup (whole BTF; see
+//! [`DedupMode`]), its records, renumbered, into the run's functions; then it releases
+//! the unit's input pages. At most `window` units are encoded but not yet merged.
 //! DESIGN.md ("The engine") tells the whole story.
 //!
-//! The output bytes do not depend on `-j` or the window: encoding and deduplication
-//! run in unit order on one token holder at a time, and parsing a unit depends on
-//! nothing but the unit.
+//! The output bytes do not depend on `-j` or the window: encoding a unit depends on
+//! nothing but the unit (and the file's symbols), and everything that spans units
+//! happens in unit order.
 
-use crate::btf::{self, Btf, Type, TypeId};
+use crate::btf::{self, Btf};
 use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
-use crate::encode::{encode_cu, EncoderState, Features, FuncEncoder, FuncSkip};
+use crate::encode::{
+    encode_unit, EncodedUnit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch,
+    UnitContext,
+};
 use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
 use crate::Error;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+mod ordered;
 
 /// What to encode and where to write it (pahole's `-J` options).
 #[derive(Clone, Debug)]
@@ -55,10 +61,10 @@ pub enum DedupMode {
     /// is small, and one-shot is pahole's result by construction).
     #[default]
     Auto,
-    /// Each unit's types are deduplicated against the types kept so far as soon as
-    /// the unit is encoded, and the records that outlive the unit (saved function
-    /// prototypes, variables) are renumbered to the kept types
-    /// ([`FuncEncoder::remap_unit`]); the functions and DATASECs are added after the
+    /// Each unit's types are deduplicated against the types kept so far as the unit
+    /// is merged in order, and the unit's records (saved function prototypes,
+    /// variables) get the kept ids ([`FuncEncoder::add_unit`]); the functions and
+    /// DATASECs are added after the
     /// last unit, and one final one-shot pass runs over the kept types and them.
     /// Memory follows the output, not the input.
     Incremental,
@@ -262,11 +268,11 @@ fn parse_unit<'i>(
     ParsedUnit::try_new(owner, build_unit)
 }
 
-/// Parses the units on `opts.jobs` workers and encodes them in order into an encoder
-/// state. With an incremental dedup (`sink`), each unit's types leave the encoder
-/// for it right after the unit is encoded (a [`sched::ordered_stage`], see
-/// [`dedup_step`]), and the state holds the kept types at the end, to be deduplicated
-/// with the returned final pass; without, every unit's types stay in the encoder's BTF.
+/// Parses and encodes the units on `opts.jobs` workers and merges them in unit order
+/// ([`ordered::Ordered`]) into an encoder state. With an incremental dedup (`sink`),
+/// each unit's types are deduplicated as the unit is merged, the state holds the kept
+/// types at the end, to be deduplicated with the returned final pass; without, every
+/// unit's types stay in the encoder's BTF.
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
@@ -276,15 +282,16 @@ fn encode_units(
     let t = tuning.timings;
     let input = phase(t, "open the input", || ElfInput::open(&opts.input))?;
     let dw = phase(t, "list its units", || DwarfInput::new(&input))?;
-    let mut state = EncoderState::new(base, opts.features.clone(), input.is_little_endian());
+    let little = input.is_little_endian();
+    let state = EncoderState::new(base, opts.features.clone(), little);
     // An LTO build, which pahole reads as one merged unit: the groups of units that
     // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
     let groups = if lto::merges_units(&input, &dw)? {
-        state.set_merged();
         Some(lto::groups(&dw)?)
     } else {
         None
     };
+    let merged = groups.is_some();
     let units_of = |i: usize| match &groups {
         Some(g) => g[i].clone(),
         None => i..i + 1,
@@ -300,112 +307,75 @@ fn encode_units(
         (None, w) => w + 1,
     });
     let mut release = InputRelease::new(&input);
-    // Emptied arenas, for the next units: a unit's data is freed in one step when it
-    // is encoded, and the arena's largest chunk is kept (see `CuArena::reset`). At
-    // most window + workers arenas ever exist.
+    // Emptied arenas and encoder buffers, for the next units: a unit's data is freed
+    // in one step once it is encoded, and the arena's largest chunk is kept (see
+    // `CuArena::reset`). At most window + workers of each ever exist.
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
+    let scratch: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
+    // The symbol tables, read by the first worker that needs them (the others wait):
+    // every unit's functions and variables are selected against them.
+    let shared: OnceLock<Result<Shared, String>> = OnceLock::new();
+    let shared_init = || {
+        shared.get_or_init(|| {
+            new_shared(&input, &opts.features, little, merged).map_err(|e| e.to_string())
+        })
+    };
     let produce = |idx: usize| {
         busy(t, Busy::Parse, || {
             let arena = lock(&pool).pop().unwrap_or_default();
-            parse_unit(
-                &dw,
-                units_of(idx),
-                groups.is_some(),
-                &opts.lang_exclude,
-                arena,
-            )
-        })
-    };
-    let first = state.btf().first_id();
-    // The units, parsed in parallel and encoded in order; `stage` takes each unit's
-    // types when the dedup is incremental.
-    let mut encode = |stage: Option<&DedupFeeder<'_>>| {
-        std::thread::scope(|scope| {
-            // The symbol tables are read while the first units are parsed (with more
-            // than one worker); the token holder waits for them before its first unit.
-            let mut symbols = if workers > 1 {
-                let job = std::thread::Builder::new()
-                    .name("dwarf2btf-symbols".into())
-                    .spawn_scoped(scope, || new_func_encoder(&input, &opts.features))
-                    .map_err(|e| Error::file(&opts.input, format!("cannot start a thread: {e}")))?;
-                FuncsInit::Pending(job)
+            let units = units_of(idx);
+            let unit = parse_unit(&dw, units.clone(), merged, &opts.lang_exclude, arena)?;
+            let ctx = match shared_init() {
+                Ok(s) => &s.ctx,
+                Err(e) => return Err(Error::Msg(e.clone())),
+            };
+            let mut sc = lock(&scratch).pop().unwrap_or_default();
+            let encoded = encode_unit(unit.borrow_dependent(), ctx, &mut sc);
+            lock(&scratch).push(sc);
+            let loclists_start = unit.borrow_dependent().loclists_start;
+            let mut arena = unit.into_owner().arena;
+            // An arena that grew past what most units need (an LTO build's large
+            // group) is dropped rather than kept in the pool with its largest chunk.
+            if arena.allocated_bytes() <= POOLED_ARENA_MAX {
+                arena.reset();
+                lock(&pool).push(arena);
             } else {
-                FuncsInit::Ready(Box::new(new_func_encoder(&input, &opts.features)?))
-            };
-            let mut encode_one = |item: usize, unit: ParsedUnit<'_>| -> Result<(), Error> {
-                let units = units_of(item);
-                // Errors name the first unit of a group; pages go up to its last.
-                let (idx, last) = (units.start, units.end - 1);
-                let funcs = symbols.get(&opts.input)?;
-                encode_cu(unit.borrow_dependent(), &mut state)
-                    .map_err(|e| dw.unit_error(idx, e))?;
-                // Functions and variables are added in unit order too, right after the
-                // unit's types (pahole's order).
-                funcs
-                    .add_cu(unit.borrow_dependent(), &mut state)
-                    .map_err(|e| dw.unit_error(idx, e))?;
-                let loclists_start = unit.borrow_dependent().loclists_start;
-                let mut arena = unit.into_owner().arena;
-                // An arena that grew past what most units need (an LTO build's large
-                // group) is dropped rather than kept in the pool with its largest
-                // chunk.
-                if arena.allocated_bytes() <= POOLED_ARENA_MAX {
-                    arena.reset();
-                    lock(&pool).push(arena);
-                }
-                if let Some(stage) = stage {
-                    let unit = (idx, state.take_types(), state.btf().str_end());
-                    // A refused push means the stage failed: its own error is the one
-                    // reported.
-                    stage
-                        .push(unit)
-                        .map_err(|_| dw.unit_error(idx, "dedup: the stage stopped"))?;
-                    // Kept ids come back in unit order; the unit's types are freed
-                    // here, on the thread that allocated them (freeing millions of
-                    // small blocks of another thread's heap makes both threads
-                    // fight over it).
-                    stage.drain(|(kept, _types)| remap_unit(funcs, &kept, first));
-                }
-                release.after_unit(&input, &dw, last, loclists_start);
-                Ok(())
-            };
-            let consume = |item: usize, unit: ParsedUnit<'_>| {
-                busy(t, Busy::Encode, || encode_one(item, unit))
-            };
-            phase(t, "parse, encode, dedup the units", || {
-                sched::run_ordered(items, workers, window, produce, consume)
-            })
-            .map_err(|e| match e {
-                sched::Error::Failed { error, .. } => error,
-                panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-            })?;
-            symbols.get(&opts.input)?;
-            symbols.into_ready()
+                drop(arena);
+            }
+            // Errors name the first unit of a group.
+            let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
+            Ok((unit, loclists_start))
         })
     };
-    let (funcs, inc) = match sink.take() {
-        None => (encode(None)?, None),
-        Some(mut inc) => {
-            // With several workers the dedup has a thread of its own, so deduplicating
-            // unit i overlaps encoding unit i + 1; with one, it runs inline.
-            let (units, rest) = sched::ordered_stage(
-                MAX_QUEUED,
-                workers > 1,
-                dedup_step(&dw, &mut inc, t),
-                |stage| encode(Some(stage)),
-            );
-            // The stage's own error, if it failed, is the cause of any in the units.
-            let rest = rest.map_err(|e| match e {
-                sched::Error::Failed { error, .. } => error,
-                panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
-            })?;
-            let mut funcs = units?;
-            for (kept, _types) in rest {
-                remap_unit(&mut funcs, &kept, first);
-            }
-            (funcs, Some(inc))
-        }
+    let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);
+    let mut funcs: Option<FuncEncoder> = None;
+    let consume = |item: usize, (unit, loclists_start): (EncodedUnit, u64)| {
+        busy(t, Busy::Encode, || {
+            let units = units_of(item);
+            let funcs = match &mut funcs {
+                Some(f) => f,
+                None => funcs.insert(new_funcs(shared_init())?),
+            };
+            ordered
+                .add(unit, funcs)
+                .map_err(|e| dw.unit_error(units.start, e))?;
+            // Pages go up to the group's last unit.
+            release.after_unit(&input, &dw, units.end - 1, loclists_start);
+            Ok(())
+        })
     };
+    phase(t, "parse, encode, dedup the units", || {
+        sched::run_ordered(items, workers, window, produce, consume)
+    })
+    .map_err(|e| match e {
+        sched::Error::Failed { error, .. } => error,
+        panicked => Error::file(&opts.input, format!("internal error: {panicked}")),
+    })?;
+    let funcs = match funcs {
+        Some(f) => f,
+        None => new_funcs(shared_init())?,
+    };
+    let ordered::Ordered { mut state, inc, .. } = ordered;
     let mut fin = None;
     if let Some(inc) = inc {
         // The functions and DATASECs refer to kept types: they are added after them,
@@ -415,48 +385,17 @@ fn encode_units(
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
         fin = Some(inc.final_pass());
         drop(inc);
-        state.replace_types(kept.into_types());
+        *state.btf_mut().types_mut() = kept.into_types();
     }
     let skips = phase(t, "functions and variables", || funcs.finish(&mut state))
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok((state, fin, skips))
 }
+
 /// The largest arena (in bytes allocated) that goes back to the pool: the largest
 /// unit of the clang-built test kernel takes 3 MB; the largest group of units of its
 /// ThinLTO build 12 MB, which, kept by every pooled arena, would stay resident.
 const POOLED_ARENA_MAX: usize = 4 << 20;
-
-/// Most encoded units waiting for the dedup stage.
-const MAX_QUEUED: usize = 4;
-
-/// One encoded unit for the dedup stage: its index, its types, and the end of the
-/// encoder's string section after it.
-type EncodedTypes = (usize, Vec<Type>, u32);
-
-/// What the dedup stage gives back for a unit: each type's kept id, and the unit's
-/// types, to be freed on the token holder.
-type KeptTypes = (Vec<u32>, Vec<Type>);
-
-/// The token holder's end of the dedup stage.
-type DedupFeeder<'f> = sched::Feeder<'f, EncodedTypes, KeptTypes, Error>;
-
-/// The incremental dedup as a second ordered stage behind the encoder: it
-/// deduplicates each unit's types against the types kept so far, strictly in unit
-/// order, and returns every type's kept id. The engine keeps the encoder's string
-/// offsets as they are (the encoder interns each string once, so equal offsets are
-/// equal strings).
-fn dedup_step<'a>(
-    dw: &'a DwarfInput<'a>,
-    inc: &'a mut Incremental,
-    t: Option<&'static Timings>,
-) -> impl FnMut(usize, EncodedTypes) -> Result<KeptTypes, Error> + Send + 'a {
-    move |_, (idx, types, str_end)| {
-        let kept = busy(t, Busy::Dedup, || inc.add_encoded(&types, str_end))
-            .map_err(|e| dw.unit_error(idx, format!("dedup: {e}")))?
-            .to_vec();
-        Ok((kept, types))
-    }
-}
 
 /// `f` as the phase `name` of a run timed by `--time`.
 fn phase<R>(t: Option<&Timings>, name: &'static str, f: impl FnOnce() -> R) -> R {
@@ -474,49 +413,23 @@ fn busy<R>(t: Option<&Timings>, work: Busy, f: impl FnOnce() -> R) -> R {
     }
 }
 
-/// Renumbers the function encoder's records of the next unit deduplicated: the unit's
-/// own ids started at `first`, and `kept` maps each to its kept id.
-fn remap_unit(funcs: &mut FuncEncoder, kept: &[u32], first: TypeId) {
-    funcs.remap_unit(|id| match id.0.checked_sub(first.0) {
-        Some(i) => TypeId(kept.get(i as usize).copied().unwrap_or(u32::MAX)),
-        None => id,
-    });
+/// What every unit's encoding shares: the encoding context (features, the file's
+/// functions and variables) and the file's kfunc sets.
+struct Shared {
+    ctx: UnitContext,
+    syms: Arc<crate::symbols::ElfSymbols>,
+    kfuncs: crate::kfuncs::Kfuncs,
+    merged: bool,
 }
 
-/// The function/variable encoder, being built on another thread or built.
-enum FuncsInit<'s> {
-    Pending(std::thread::ScopedJoinHandle<'s, Result<FuncEncoder, Error>>),
-    Ready(Box<FuncEncoder>),
-    /// Its thread failed (the error was returned once).
-    Failed,
-}
-
-impl FuncsInit<'_> {
-    /// The encoder, waiting for its thread the first time.
-    fn get(&mut self, input: &std::path::Path) -> Result<&mut FuncEncoder, Error> {
-        if matches!(self, FuncsInit::Pending(_)) {
-            if let FuncsInit::Pending(job) = std::mem::replace(self, FuncsInit::Failed) {
-                let built = job.join().unwrap_or_else(|_| {
-                    Err(Error::file(
-                        input,
-                        "internal error: reading the symbols panicked",
-                    ))
-                })?;
-                *self = FuncsInit::Ready(Box::new(built));
-            }
-        }
-        match self {
-            FuncsInit::Ready(f) => Ok(f),
-            _ => Err(Error::file(input, "the symbol tables could not be read")),
-        }
-    }
-
-    fn into_ready(self) -> Result<FuncEncoder, Error> {
-        match self {
-            FuncsInit::Ready(f) => Ok(*f),
-            _ => Err(Error::Msg("the symbol tables could not be read".into())),
-        }
-    }
+/// The run's function encoder, over the shared tables.
+fn new_funcs(shared: &Result<Shared, String>) -> Result<FuncEncoder, Error> {
+    let s = shared.as_ref().map_err(|e| Error::Msg(e.clone()))?;
+    Ok(FuncEncoder::new(
+        Arc::clone(&s.syms),
+        s.kfuncs.clone(),
+        s.merged,
+    ))
 }
 
 /// Gives back the input pages of the units already encoded, section by section, so
@@ -580,11 +493,22 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The function/variable encoder for `input`: its ELF symbols and, with
+/// What every unit of `input` is encoded with: its ELF symbols and, with
 /// `decl_tag_kfuncs`, its kfunc sets, read once.
-fn new_func_encoder(input: &ElfInput, features: &Features) -> Result<FuncEncoder, Error> {
+fn new_shared(
+    input: &ElfInput,
+    features: &Features,
+    little_endian: bool,
+    merged: bool,
+) -> Result<Shared, Error> {
     let (syms, kfuncs) = input.symbol_tables(features.decl_tag_kfuncs)?;
-    FuncEncoder::new(syms, kfuncs, features).map_err(Error::Msg)
+    let rules = FuncRules::new(Arc::clone(&syms), features);
+    Ok(Shared {
+        ctx: UnitContext::new(features.clone(), little_endian, merged, Some(rules)),
+        syms,
+        kfuncs,
+        merged,
+    })
 }
 
 /// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a

@@ -12,19 +12,18 @@ use std::time::{Duration, Instant};
 /// Work done on several threads, timed by its summed busy time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Busy {
-    /// Parsing units into their arenas, on the workers.
+    /// Parsing and encoding units, on the workers.
     Parse,
-    /// Encoding units in order, on the token holder.
+    /// Merging units in order (strings, dedup, records), on the token holder.
     Encode,
-    /// The ordered dedup stage.
+    /// The dedup of units in order (part of `Encode`).
     Dedup,
 }
 
 const BUSY: [(Busy, &str); 3] = [
-    (Busy::Parse, "parse units (workers, summed)"),
-    // With one worker the dedup stage runs inline, inside the token holder's time.
-    (Busy::Encode, "encode units in order (token holder)"),
-    (Busy::Dedup, "dedup stage, units in order"),
+    (Busy::Parse, "parse + encode units (workers, summed)"),
+    (Busy::Encode, "merge units in order (token holder)"),
+    (Busy::Dedup, "  of which: dedup"),
 ];
 
 /// The figures of one run.
@@ -91,7 +90,7 @@ impl Timings {
                 out += &format!("  {name:<40} {s:>8.3} s busy\n");
             }
         }
-        out += "  (busy: wall time inside the calls, summed over threads; an inline dedup\n   stage, with one worker, is counted in the token holder's too)\n";
+        out += "  (busy: wall time inside the calls, summed over threads)\n";
         out += &format!("  {:<40} {total:>8.3} s wall", "total");
         if let Some(cpu) = process_cpu_seconds() {
             out += &format!(", {cpu:.3} s CPU (user + system)");
@@ -129,9 +128,9 @@ mod tests {
         });
         let r = t.report();
         assert!(r.contains("open input"), "{r}");
-        assert!(r.contains("encode units in order"), "{r}");
+        assert!(r.contains("merge units in order"), "{r}");
         // Nothing was parsed: no line for it.
-        assert!(!r.contains("parse units"), "{r}");
+        assert!(!r.contains("parse + encode units"), "{r}");
         assert!(r.contains("total"), "{r}");
         assert!(r.contains("CPU (user + system)"), "{r}");
     }

@@ -22,6 +22,11 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+
+    /// A number below `n`, as an index.
+    fn index_below(&mut self, n: usize) -> usize {
+        usize::try_from(self.below(n as u64)).expect("below a usize")
+    }
 }
 
 /// Injected panics start with this; the hook keeps them off stderr.
@@ -448,13 +453,13 @@ fn stress_random_delays_sizes_and_faults() {
     let mut rng = Rng::new(0xD0A2F);
     let start = Instant::now();
     for _ in 0..400 {
-        let tasks = rng.below(40) as usize;
-        let mut case = Case::new(tasks, 1 + rng.below(6) as usize, rng.below(9) as usize);
+        let tasks = rng.index_below(40);
+        let mut case = Case::new(tasks, 1 + rng.index_below(6), rng.index_below(9));
         case.delay_us = (0..tasks)
             .map(|_| if rng.below(4) == 0 { rng.below(300) } else { 0 })
             .collect();
         if tasks > 0 {
-            let at = rng.below(tasks as u64) as usize;
+            let at = rng.index_below(tasks);
             case.fault = match rng.below(8) {
                 0 => Fault::ProduceErr(at),
                 1 => Fault::ProducePanic(at),

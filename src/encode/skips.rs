@@ -19,7 +19,7 @@ pub struct FuncSkip {
 pub enum SkipReason {
     /// Two units' prototypes have different parameter counts (a merge note; the
     /// function is then left out as inconsistent under `consistent_func`).
-    ParamCount(u16, u16),
+    ParamCount(u32, u32),
     /// Two units' prototypes return different types (a merge note).
     ReturnType,
     /// Parameter `index` (from 1) differs in type between two units (a merge note),

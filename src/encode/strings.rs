@@ -1,9 +1,217 @@
-//! The string index of the BTF being built: each distinct name is stored once.
+//! Strings: each unit's own table, built on the worker that encodes the unit, and the
+//! one string index of the BTF being built, into which the units' tables are merged
+//! in unit order.
+//!
+//! A unit's table ([`UnitStrings`]) holds each distinct name of the unit once, in the
+//! order the unit first uses it, with its hash. Merging the tables in unit order
+//! ([`StrIndex::merge`]) appends the names not seen before in exactly the order one
+//! encoder interning every name of every unit in turn would, which is the order of
+//! pahole's string section (the output keeps it as it is: see `dedup::Engine::
+//! keep_strings_of`).
 
 use crate::btf::{Btf, StrOffset};
 use crate::dwarf::types::Name;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+
+/// A name's hash, computed once where the name is first met (on a worker).
+pub fn hash_str(s: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(s);
+    let h = h.finish();
+    // Fx leaves its low bits weak; the tables index by them.
+    h ^ (h >> 29)
+}
+
+/// A map keyed by an already computed hash.
+type ByHash = HashMap<u64, u32, BuildHasherDefault<Prehashed>>;
+
+/// The hasher of [`ByHash`]: the key is the hash.
+#[derive(Default, Clone, Copy)]
+pub struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys are hashed");
+    }
+
+    #[inline]
+    fn write_u64(&mut self, h: u64) {
+        self.0 = h;
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A name of one unit's table.
+#[derive(Clone, Copy, Debug)]
+pub struct UnitStr {
+    /// [`hash_str`] of the bytes.
+    pub hash: u64,
+    /// The name's address identity in the input ([`Name::key`]); (0, 0) for a name
+    /// built by the encoder, whose address may be reused.
+    pub key: (usize, usize),
+    start: u32,
+    len: u32,
+}
+
+/// One unit's strings in first-use order (a string may have more than one entry:
+/// see [`UnitInterner`]). A unit's records name string
+/// `i` of the table (0-based) as `StrOffset(i + 1)`; `StrOffset(0)` is the empty name.
+#[derive(Default, Debug)]
+pub struct UnitStrings {
+    blob: Vec<u8>,
+    strs: Vec<UnitStr>,
+}
+
+impl UnitStrings {
+    /// Number of strings.
+    pub fn len(&self) -> usize {
+        self.strs.len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.strs.is_empty()
+    }
+
+    /// The bytes of string `i`.
+    pub fn bytes(&self, i: usize) -> &[u8] {
+        let s = &self.strs[i];
+        &self.blob[s.start as usize..][..s.len as usize]
+    }
+}
+
+/// log2 of the entries of a worker's address cache: a unit has a few thousand
+/// distinct names.
+const UNIT_RECENT_BITS: u32 = 14;
+
+/// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
+///
+/// A name is found again by its address only (names come from `.debug_str`, where
+/// the linker merged equal strings): a name met again at another address, or after
+/// its cache slot was taken, gets a second entry. That costs nothing in the output:
+/// merging maps both entries to the one offset, and only the first use of a string
+/// decides its place.
+pub struct UnitInterner {
+    out: UnitStrings,
+    /// A direct-mapped cache by address: (address, backing length, unit, index);
+    /// entries of earlier units are told apart by `unit`.
+    recent: Box<[(usize, usize, u32, u32)]>,
+    unit: u32,
+}
+
+impl Default for UnitInterner {
+    fn default() -> Self {
+        UnitInterner {
+            out: UnitStrings::default(),
+            recent: vec![(0, 0, 0, 0); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
+            unit: 1,
+        }
+    }
+}
+
+impl UnitInterner {
+    /// The unit's reference to `name`, adding it to the unit's table the first time.
+    #[inline]
+    pub fn intern(&mut self, name: Name<'_>) -> StrOffset {
+        if name.is_empty() {
+            return StrOffset::EMPTY;
+        }
+        let key = name.key();
+        let slot = cache_slot(key.0, UNIT_RECENT_BITS);
+        let e = self.recent[slot];
+        if e.0 == key.0 && e.1 == key.1 && e.2 == self.unit {
+            return StrOffset(e.3 + 1);
+        }
+        let i = self.push(name.bytes(), key);
+        self.recent[slot] = (key.0, key.1, self.unit, i);
+        StrOffset(i + 1)
+    }
+
+    /// [`UnitInterner::intern`] for bytes the encoder built (no address to know
+    /// them by: each is an entry of its own).
+    pub fn intern_owned(&mut self, s: &[u8]) -> StrOffset {
+        if s.is_empty() {
+            return StrOffset::EMPTY;
+        }
+        StrOffset(self.push(s, (0, 0)) + 1)
+    }
+
+    /// Touches the cache slots of `names` before they are interned one by one: the
+    /// loads are independent, so the CPU overlaps their cache misses.
+    #[inline]
+    pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
+        let mut acc = 0usize;
+        for name in names {
+            acc ^= self.recent[cache_slot(name.key().0, UNIT_RECENT_BITS)].0;
+        }
+        std::hint::black_box(acc);
+    }
+
+    /// Number of strings of the unit so far.
+    pub fn len(&self) -> usize {
+        self.out.strs.len()
+    }
+
+    /// Whether the unit has no string yet.
+    pub fn is_empty(&self) -> bool {
+        self.out.strs.is_empty()
+    }
+
+    /// The unit's table; the interner is ready for the next unit.
+    pub fn take(&mut self) -> UnitStrings {
+        self.unit = self.unit.wrapping_add(1).max(1);
+        if self.unit == 1 {
+            // Wrapped: entries of unit 1 of the last round must not match.
+            self.recent.fill((0, 0, 0, 0));
+        }
+        std::mem::take(&mut self.out)
+    }
+
+    fn push(&mut self, s: &[u8], key: (usize, usize)) -> u32 {
+        let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
+        let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
+        self.out.blob.extend_from_slice(s);
+        self.out.strs.push(UnitStr {
+            hash: hash_str(s),
+            key,
+            start,
+            len: u32::try_from(s.len()).expect("a name under 4 GiB"),
+        });
+        i
+    }
+}
+
+/// Inserting into a [`ByHash`]: true if the hash was taken (by another string).
+trait TryInsertHash {
+    fn try_insert_hash(&mut self, hash: u64, v: u32) -> bool;
+}
+
+impl TryInsertHash for ByHash {
+    #[inline]
+    fn try_insert_hash(&mut self, hash: u64, v: u32) -> bool {
+        match self.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(_) => true,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(v);
+                false
+            }
+        }
+    }
+}
+
+/// The slot of address `addr` in a direct-mapped cache of `2^bits` entries.
+#[inline]
+fn cache_slot(addr: usize, bits: u32) -> usize {
+    // A u64 product shifted down to `bits` (< 32) bits: fits a usize.
+    #[allow(clippy::cast_possible_truncation)]
+    let slot = ((addr as u64).wrapping_mul(SEED) >> (64 - bits)) as usize;
+    slot
+}
 
 /// Maps each name already in the BTF's string section to its offset.
 ///
@@ -11,9 +219,12 @@ use std::hash::{BuildHasherDefault, Hasher};
 /// merged equal strings, so the same name is almost always the same address: a
 /// first lookup by address (no hashing or comparing of bytes) answers most calls.
 /// Addresses are only compared, never dereferenced, and the input stays mapped for
-/// the whole run, so an address cannot be reused for another string.
+/// the whole run, so an address cannot be reused for another string. Behind it, a
+/// map from each string's hash to its offset, the bytes compared in the section.
 pub struct StrIndex {
-    map: HashMap<Box<[u8]>, StrOffset, BuildHasherDefault<FxHasher>>,
+    map: ByHash,
+    /// Strings whose hash an earlier string has: (hash, offset).
+    overflow: Vec<(u64, u32)>,
     /// A direct-mapped cache by address, small enough to stay in the CPU cache:
     /// (address, backing length, offset).
     recent: Box<[(usize, usize, u32)]>,
@@ -25,7 +236,8 @@ const RECENT_BITS: u32 = 16;
 impl Default for StrIndex {
     fn default() -> Self {
         StrIndex {
-            map: HashMap::default(),
+            map: ByHash::default(),
+            overflow: Vec::new(),
             recent: vec![(0, 0, 0); 1 << RECENT_BITS].into_boxed_slice(),
         }
     }
@@ -42,7 +254,11 @@ impl StrIndex {
             let mut off = 0usize;
             for s in data.split(|&b| b == 0) {
                 if !s.is_empty() {
-                    idx.map.entry(s.into()).or_insert(StrOffset(off as u32));
+                    let off = u32::try_from(off).expect("BTF string offsets are 32 bits");
+                    // The first copy of a string in the chain is the one referred to.
+                    if idx.lookup(btf, hash_str(s), s).is_none() {
+                        idx.insert(hash_str(s), off);
+                    }
                 }
                 off += s.len() + 1;
             }
@@ -50,40 +266,19 @@ impl StrIndex {
         idx
     }
 
-    /// Touches the cache slots of `names` before they are interned one by one: the
-    /// loads are independent, so the CPU overlaps their cache misses instead of
-    /// waiting for each in turn.
-    #[inline]
-    pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
-        let mut acc = 0usize;
-        for name in names {
-            let slot = (name.key().0 as u64).wrapping_mul(SEED) >> (64 - RECENT_BITS);
-            acc ^= self.recent[slot as usize].0;
-        }
-        std::hint::black_box(acc);
-    }
-
-    /// The offset of `s`, appending it to `btf`'s strings the first time.
+    /// The offset of `name`, appending it to `btf`'s strings the first time.
     pub fn intern(&mut self, btf: &mut Btf, name: Name<'_>) -> StrOffset {
         if name.is_empty() {
             return StrOffset::EMPTY;
         }
         let (addr, len) = name.key();
-        let slot = (addr as u64).wrapping_mul(SEED) >> (64 - RECENT_BITS);
-        let e = &mut self.recent[slot as usize];
+        let slot = cache_slot(addr, RECENT_BITS);
+        let e = self.recent[slot];
         if e.0 == addr && e.1 == len {
             return StrOffset(e.2);
         }
-        let s = name.bytes();
-        let off = match self.map.get(s) {
-            Some(&off) => off,
-            None => {
-                let off = btf.push_str(s);
-                self.map.insert(s.into(), off);
-                off
-            }
-        };
-        *e = (addr, len, off.0);
+        let off = self.intern_hashed(btf, hash_str(name.bytes()), name.bytes());
+        self.recent[slot] = (addr, len, off.0);
         off
     }
 
@@ -94,13 +289,60 @@ impl StrIndex {
         if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        match self.map.get(s) {
-            Some(&off) => off,
-            None => {
-                let off = btf.push_str(s);
-                self.map.insert(s.into(), off);
-                off
+        self.intern_hashed(btf, hash_str(s), s)
+    }
+
+    /// Merges strings `range` of a unit's table into the BTF's strings, in order,
+    /// appending to `out` the offset of each.
+    pub fn merge(
+        &mut self,
+        btf: &mut Btf,
+        unit: &UnitStrings,
+        range: std::ops::Range<usize>,
+        out: &mut Vec<StrOffset>,
+    ) {
+        for i in range {
+            let s = unit.strs[i];
+            let slot = cache_slot(s.key.0, RECENT_BITS);
+            if s.key.0 != 0 {
+                let e = self.recent[slot];
+                if e.0 == s.key.0 && e.1 == s.key.1 {
+                    out.push(StrOffset(e.2));
+                    continue;
+                }
             }
+            let off = self.intern_hashed(btf, s.hash, unit.bytes(i));
+            if s.key.0 != 0 {
+                self.recent[slot] = (s.key.0, s.key.1, off.0);
+            }
+            out.push(off);
+        }
+    }
+
+    /// The offset of `s` (whose hash is `hash`), appending it the first time.
+    fn intern_hashed(&mut self, btf: &mut Btf, hash: u64, s: &[u8]) -> StrOffset {
+        if let Some(off) = self.lookup(btf, hash, s) {
+            return StrOffset(off);
+        }
+        let off = btf.push_str(s);
+        self.insert(hash, off.0);
+        off
+    }
+
+    fn lookup(&self, btf: &Btf, hash: u64, s: &[u8]) -> Option<u32> {
+        let &off = self.map.get(&hash)?;
+        if btf.str_bytes(StrOffset(off)) == Some(s) {
+            return Some(off);
+        }
+        self.overflow
+            .iter()
+            .find(|&&(h, off)| h == hash && btf.str_bytes(StrOffset(off)) == Some(s))
+            .map(|&(_, off)| off)
+    }
+
+    fn insert(&mut self, hash: u64, off: u32) {
+        if self.map.try_insert_hash(hash, off) {
+            self.overflow.push((hash, off));
         }
     }
 }
@@ -137,7 +379,7 @@ impl Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().unwrap()));
+            self.add(u64::from_le_bytes(c.try_into().expect("8-byte chunk")));
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
@@ -149,7 +391,7 @@ impl Hasher for FxHasher {
 
     #[inline]
     fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
+        self.add(u64::from(i));
     }
 
     #[inline]
@@ -180,5 +422,43 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(idx.intern(&mut btf, Name::new(&sec[3..])), StrOffset::EMPTY);
         assert_eq!(btf.strings(), b"\0int\0long\0");
+    }
+
+    #[test]
+    fn unit_tables_merge_in_first_use_order() {
+        let sec = b"int\0long\0int\0char\0";
+        let mut u = UnitInterner::default();
+        assert_eq!(u.intern(Name::new(&sec[4..])), StrOffset(1));
+        assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2));
+        assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "by address");
+        assert_eq!(
+            u.intern(Name::new(&sec[9..])),
+            StrOffset(3),
+            "another address"
+        );
+        assert_eq!(u.intern_owned(b"long"), StrOffset(4));
+        let first = u.take();
+        assert_eq!(u.intern(Name::new(&sec[13..])), StrOffset(1));
+        assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "a new unit");
+        let second = u.take();
+        let mut btf = Btf::new(None);
+        let mut idx = StrIndex::default();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        idx.merge(&mut btf, &first, 0..first.len(), &mut a);
+        idx.merge(&mut btf, &second, 0..second.len(), &mut b);
+        assert_eq!(btf.strings(), b"\0long\0int\0char\0");
+        assert_eq!(a, [StrOffset(1), StrOffset(6), StrOffset(6), StrOffset(1)]);
+        assert_eq!(b, [StrOffset(10), StrOffset(6)]);
+    }
+
+    #[test]
+    fn equal_hashes_of_different_strings_are_told_apart() {
+        let mut btf = Btf::new(None);
+        let mut idx = StrIndex::default();
+        let a = idx.intern_hashed(&mut btf, 7, b"a");
+        let b = idx.intern_hashed(&mut btf, 7, b"b");
+        assert_ne!(a, b);
+        assert_eq!(idx.intern_hashed(&mut btf, 7, b"b"), b);
+        assert_eq!(idx.intern_hashed(&mut btf, 7, b"a"), a);
     }
 }

@@ -1,9 +1,11 @@
 //! Variables: VARs per unit, right after the unit's types (`var`: per-CPU ones;
-//! `global_var`: every global), and one DATASEC per section at the very end, as
+//! `global_var`: every global), selected on the worker that encodes the unit, and one
+//! DATASEC per section at the very end, as
 //! pahole v1.31's `btf_encoder__encode_cu_variables` (docs/pahole-functions.md §7).
 
-use super::funcs::{push_decl_tag, type_size};
-use super::{EncodeError, EncoderState, Features};
+use super::layout::{size_of, Sizing};
+use super::types::Unit;
+use super::{push_decl_tag, EncodeError, EncoderState, Features, TypeSink};
 use crate::btf::{Type, TypeId, TypeKind, VarSecInfo, VAR_GLOBAL_ALLOCATED, VAR_STATIC};
 use crate::dwarf::types::{CuTypes, DieRef, VarDie};
 use crate::symbols::{ElfSymbols, PERCPU_SECTION};
@@ -39,56 +41,36 @@ pub struct PendingVar {
     pub annots: Vec<(Box<[u8]>, i32)>,
 }
 
-/// The variables found so far, by section index.
-pub struct VarSections {
+/// Which variables pahole encodes: read by the workers.
+pub struct VarRules {
     /// Whether variables of each section are encoded.
     include: Vec<bool>,
-    /// (VAR id, offset, size) per section, in emission order.
-    entries: Vec<Vec<VarSecInfo>>,
-    /// Section names.
-    names: Vec<Box<str>>,
     encode_force: bool,
     decl_tag: bool,
 }
 
-impl VarSections {
+impl VarRules {
     /// Which sections' variables `features` asks for.
-    pub fn new(syms: &ElfSymbols, features: &Features) -> VarSections {
-        let include = syms
-            .sections
-            .iter()
-            .map(|s| features.global_var || (features.var && &*s.name == PERCPU_SECTION))
-            .collect();
-        VarSections {
-            include,
-            entries: vec![Vec::new(); syms.sections.len()],
-            names: syms.sections.iter().map(|s| s.name.clone()).collect(),
+    pub fn new(syms: &ElfSymbols, features: &Features) -> VarRules {
+        VarRules {
+            include: syms
+                .sections
+                .iter()
+                .map(|s| features.global_var || (features.var && &*s.name == PERCPU_SECTION))
+                .collect(),
             encode_force: features.encode_force,
             decl_tag: features.decl_tag,
         }
     }
 
-    /// Encodes the variables of unit `cu` (its types are already encoded); returns
-    /// where their entries are, as (section, entry) pairs.
-    pub fn encode_cu(
-        &mut self,
-        cu: &CuTypes<'_>,
-        st: &mut EncoderState,
-        syms: &ElfSymbols,
-    ) -> Result<Vec<(u32, u32)>, EncodeError> {
-        let pending = self.select_cu(cu, st, syms)?;
-        Ok(pending.into_iter().map(|v| self.emit(&v, st)).collect())
-    }
-
-    /// The variables of unit `cu` that pahole encodes, as owned records, with
-    /// their types' ids in `st` (its types are already encoded); nothing is added
-    /// to the BTF yet (see [`VarSections::emit`]).
-    pub fn select_cu(
+    /// The variables of unit `enc` that pahole encodes, as owned records with the
+    /// unit's local type ids; nothing is added to the BTF yet (see [`emit_var`]).
+    pub(super) fn select_cu(
         &self,
-        cu: &CuTypes<'_>,
-        st: &EncoderState,
+        enc: &Unit<'_, '_>,
         syms: &ElfSymbols,
     ) -> Result<Vec<PendingVar>, EncodeError> {
+        let cu = enc.cu;
         let mut out = Vec::new();
         if !self.include.iter().any(|&b| b) {
             return Ok(out);
@@ -108,8 +90,12 @@ impl VarSections {
             let Some(sec) = syms.section_for_addr(addr) else {
                 continue;
             };
-            let shndx = sec.index as usize;
-            if !self.include.get(shndx).copied().unwrap_or(false) {
+            if !self
+                .include
+                .get(sec.index as usize)
+                .copied()
+                .unwrap_or(false)
+            {
                 continue;
             }
             let offset = addr - sec.addr;
@@ -145,17 +131,21 @@ impl VarSections {
                 }
                 return Err(EncodeError(format!("variable '{name}' has void type")));
             }
-            let size = type_size(cu, d.ty, 0);
-            if size == 0 || size > u32::MAX as u64 || offset > u32::MAX as u64 {
+            let size = size_of(cu, d.ty, 0, Sizing::Tag);
+            // pahole leaves out what a DATASEC entry cannot hold.
+            let (Ok(size), Ok(offset)) = (u32::try_from(size), u32::try_from(offset)) else {
+                continue;
+            };
+            if size == 0 {
                 continue;
             }
             out.push(PendingVar {
                 name: d.name.bytes().into(),
-                type_id: st.type_id(cu, d.ty),
+                type_id: enc.id(d.ty),
                 external: d.external,
-                shndx: shndx as u32,
-                offset: offset as u32,
-                size: size as u32,
+                shndx: sec.index,
+                offset,
+                size,
                 annots: if self.decl_tag {
                     d.annots
                         .iter()
@@ -168,42 +158,55 @@ impl VarSections {
         }
         Ok(out)
     }
+}
 
-    /// Adds the VAR of `v` (and its decl tags) to the BTF and its entry to its
-    /// section; returns where the entry is, as (section, entry).
-    pub fn emit(&mut self, v: &PendingVar, st: &mut EncoderState) -> (u32, u32) {
-        let name_off = st.intern_owned(&v.name);
-        let id = st.btf_mut().push_type(Type {
-            name: name_off,
-            kind: TypeKind::Var {
-                type_id: v.type_id,
-                linkage: if v.external {
-                    VAR_GLOBAL_ALLOCATED
-                } else {
-                    VAR_STATIC
-                },
+/// Adds the VAR of `v` (and its decl tags) to `sink`; returns its section and its
+/// DATASEC entry.
+pub(super) fn emit_var(v: &PendingVar, sink: &mut impl TypeSink) -> (u32, VarSecInfo) {
+    let name_off = sink.intern_owned(&v.name);
+    let id = sink.push(Type {
+        name: name_off,
+        kind: TypeKind::Var {
+            type_id: v.type_id,
+            linkage: if v.external {
+                VAR_GLOBAL_ALLOCATED
+            } else {
+                VAR_STATIC
             },
-        });
-        for (value, idx) in &v.annots {
-            let value = st.intern_owned(value);
-            push_decl_tag(st, value, id, *idx);
+        },
+    });
+    for (value, idx) in &v.annots {
+        let value = sink.intern_owned(value);
+        push_decl_tag(sink, value, id, *idx);
+    }
+    let entry = VarSecInfo {
+        type_id: id,
+        offset: v.offset,
+        size: v.size,
+    };
+    (v.shndx, entry)
+}
+
+/// The variables found so far, by section index.
+pub struct VarSections {
+    /// (VAR id, offset, size) per section, in emission order.
+    entries: Vec<Vec<VarSecInfo>>,
+    /// Section names.
+    names: Vec<Box<str>>,
+}
+
+impl VarSections {
+    /// No variables yet, in the sections of `syms`.
+    pub fn new(syms: &ElfSymbols) -> VarSections {
+        VarSections {
+            entries: vec![Vec::new(); syms.sections.len()],
+            names: syms.sections.iter().map(|s| s.name.clone()).collect(),
         }
-        let sec = &mut self.entries[v.shndx as usize];
-        sec.push(VarSecInfo {
-            type_id: id,
-            offset: v.offset,
-            size: v.size,
-        });
-        (v.shndx, sec.len() as u32 - 1)
     }
 
-    /// Renumbers the VAR ids of the variables at `which` ((section, entry) pairs, as
-    /// `encode_cu` returned them) through `map` (see `FuncEncoder::remap_unit`).
-    pub fn remap(&mut self, which: &[(u32, u32)], map: impl Fn(TypeId) -> TypeId) {
-        for &(sec, i) in which {
-            let e = &mut self.entries[sec as usize][i as usize];
-            e.type_id = map(e.type_id);
-        }
+    /// Adds the entry of a VAR to section `shndx`.
+    pub fn push(&mut self, shndx: u32, entry: VarSecInfo) {
+        self.entries[shndx as usize].push(entry);
     }
 
     /// One DATASEC per section with variables, in section order, entries sorted

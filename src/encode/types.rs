@@ -1,0 +1,412 @@
+//! One unit's type DIEs to BTF types, with unit-local ids, as pahole v1.31 converts
+//! them (`btf_encoder__encode_tag` and friends).
+
+use super::{
+    low32, DeferredTag, EncodeError, Features, Out, TypeSink, UnitContext, ALIAS, INDEX_TYPE,
+};
+use crate::btf::{
+    Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
+};
+use crate::dwarf::types::{CuTypes, DieRef, Name, RefKind, TypeDie};
+use gimli::constants::{
+    DW_ATE_boolean, DW_ATE_complex_float, DW_ATE_float, DW_ATE_imaginary_float, DW_ATE_signed,
+    DW_ATE_signed_char,
+};
+
+/// What a unit's arrays need to know of the array index type, which is chosen in unit
+/// order (pahole keeps the first `int` of any unit, or adds one after the types of
+/// the first unit with arrays but no `int`): the unit's records refer to it as
+/// [`INDEX_TYPE`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IndexUse {
+    /// The local id of the unit's first `int`.
+    pub own_int: Option<TypeId>,
+    /// The unit has arrays.
+    pub arrays: bool,
+    /// The unit's types proper are local ids `1..=own_types`: an `int` added for the
+    /// index goes right after them (before the unit's decl tags).
+    pub own_types: u32,
+    /// The strings those types use are the unit's first `own_strings`.
+    pub own_strings: usize,
+}
+
+/// Appends the BTF types of unit `cu` to `out`, in DIE order, then (unless the unit
+/// is part of a merged unit, whose tags are returned) its decl tags. `ids` is
+/// scratch: the local id of each type DIE.
+pub(super) fn encode_types(
+    cu: &CuTypes<'_>,
+    ctx: &UnitContext,
+    ids: &mut Vec<u32>,
+    out: &mut Out<'_>,
+) -> Result<(IndexUse, Vec<DeferredTag>), EncodeError> {
+    let n = assign_ids(cu, &ctx.features, ids);
+    // Room for the unit's types and decl tags: growing the vector would copy it.
+    out.types.reserve_exact(n + cu.decl_tags.len());
+    let enc = Unit { cu, ids };
+    let st = &ctx.features;
+    let own_int = cu
+        .types
+        .iter()
+        .position(|t| matches!(t, TypeDie::Base { name, .. } if name.is(b"int")))
+        .map(|i| TypeId(ids[i]));
+    let mut arrays = false;
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
+        if ids[i] == ALIAS {
+            continue;
+        }
+        let (name, kind): (Name<'_>, TypeKind) = match *t {
+            TypeDie::Base {
+                name,
+                byte_size,
+                encoding,
+                ..
+            } => base_type(st, name, byte_size, encoding)?,
+            TypeDie::Ref { kind, name, ty } => {
+                let to = enc.id(ty);
+                match kind {
+                    RefKind::Pointer => (Name::EMPTY, TypeKind::Ptr(to)),
+                    RefKind::Const => (Name::EMPTY, TypeKind::Const(to)),
+                    RefKind::Volatile => (Name::EMPTY, TypeKind::Volatile(to)),
+                    RefKind::Restrict => (Name::EMPTY, TypeKind::Restrict(to)),
+                    RefKind::Typedef => (name, TypeKind::Typedef(to)),
+                    RefKind::TypeTag => (
+                        name,
+                        TypeKind::TypeTag {
+                            type_id: to,
+                            kflag: false,
+                        },
+                    ),
+                    RefKind::Alias => unreachable!("aliases have no id"),
+                }
+            }
+            TypeDie::Composite {
+                is_union,
+                declaration,
+                name,
+                size,
+                members,
+            } => {
+                if declaration {
+                    (name, TypeKind::Fwd { union: is_union })
+                } else {
+                    let c = composite(&enc, ctx, out, name, size, members)?;
+                    (
+                        name,
+                        if is_union {
+                            TypeKind::Union(c)
+                        } else {
+                            TypeKind::Struct(c)
+                        },
+                    )
+                }
+            }
+            TypeDie::Enum {
+                name,
+                size,
+                ty,
+                values,
+            } => {
+                let size = if size == 0 { 4 } else { size };
+                out.strs.intern(name);
+                out.strs.warm(values.iter().map(|v| v.name));
+                if size <= 4 || !st.enum64 {
+                    let mut signed = false;
+                    let mut vals = Vec::with_capacity(values.len());
+                    for v in values {
+                        let value = if st.enum64 {
+                            v.value
+                        } else {
+                            i64::from(low32(v.value as u64))
+                        };
+                        if value < i64::from(i32::MIN) || value > i64::from(u32::MAX) {
+                            return Err(EncodeError(format!(
+                                "enumerator {} value {value} does not fit in 32 bits",
+                                String::from_utf8_lossy(v.name.bytes())
+                            )));
+                        }
+                        signed |= value < 0;
+                        vals.push(EnumValue {
+                            name: out.strs.intern(v.name),
+                            // In i32::MIN..=u32::MAX: the BTF word's two's complement.
+                            value: low32(value as u64),
+                        });
+                    }
+                    (
+                        name,
+                        TypeKind::Enum {
+                            size,
+                            signed,
+                            values: vals,
+                        },
+                    )
+                } else {
+                    let signed = enc.is_signed_base(ty);
+                    let vals = values
+                        .iter()
+                        .map(|v| Enum64Value {
+                            name: out.strs.intern(v.name),
+                            value: v.value as u64,
+                        })
+                        .collect();
+                    (
+                        name,
+                        TypeKind::Enum64 {
+                            size,
+                            signed,
+                            values: vals,
+                        },
+                    )
+                }
+            }
+            TypeDie::Array { ty, dims } => {
+                arrays = true;
+                // pahole keeps each dimension's low 32 bits (`nr_entries` is a u32).
+                let nelems = dims.iter().fold(1u32, |n, &d| n.wrapping_mul(low32(d)));
+                (
+                    Name::EMPTY,
+                    TypeKind::Array {
+                        elem_type: enc.id(ty),
+                        index_type: INDEX_TYPE,
+                        nelems,
+                    },
+                )
+            }
+            TypeDie::Proto {
+                ret,
+                params,
+                varargs,
+            } => {
+                let mut ps: Vec<Param> = params
+                    .iter()
+                    .map(|p| Param {
+                        name: out.strs.intern(p.name),
+                        type_id: enc.id(p.ty),
+                    })
+                    .collect();
+                if varargs {
+                    ps.push(Param {
+                        name: StrOffset::EMPTY,
+                        type_id: TypeId::VOID,
+                    });
+                }
+                (
+                    Name::EMPTY,
+                    TypeKind::FuncProto {
+                        ret: enc.id(ret),
+                        params: ps,
+                    },
+                )
+            }
+        };
+        if kind.vlen() > 0xffff {
+            return Err(EncodeError(format!(
+                "type '{}' has {} members/values/parameters, more than BTF's 65535",
+                String::from_utf8_lossy(name.bytes()),
+                kind.vlen()
+            )));
+        }
+        let name = out.strs.intern(name);
+        let id = out.push(Type { name, kind });
+        debug_assert_eq!(id.0, ids[i]);
+    }
+    let index = IndexUse {
+        own_int,
+        arrays,
+        own_types: u32::try_from(out.types.len() - 1).map_err(|_| too_many())?,
+        own_strings: out.strs.len(),
+    };
+    let mut deferred = Vec::new();
+    if st.decl_tag {
+        for d in cu.decl_tags {
+            let target = ids[d.target as usize];
+            if target == ALIAS {
+                continue;
+            }
+            if ctx.merged {
+                // pahole adds the tags of its merged unit after every part's types.
+                deferred.push((d.value.bytes().into(), TypeId(target), d.component_idx));
+                continue;
+            }
+            let value = out.strs.intern(d.value);
+            super::push_decl_tag(out, value, TypeId(target), d.component_idx);
+        }
+    }
+    Ok((index, deferred))
+}
+
+fn too_many() -> EncodeError {
+    EncodeError("more than 2^32 types in one unit".into())
+}
+
+/// A struct's or union's members (pahole's `btf_encoder__add_field`s).
+fn composite(
+    enc: &Unit<'_, '_>,
+    ctx: &UnitContext,
+    out: &mut Out<'_>,
+    name: Name<'_>,
+    size: u32,
+    members: &[crate::dwarf::types::MemberDie<'_>],
+) -> Result<Composite, EncodeError> {
+    let mut kflag = false;
+    let mut list = Vec::with_capacity(members.len());
+    // pahole adds the type's name before its members' names: the string section
+    // keeps that order.
+    out.strs.intern(name);
+    out.strs.warm(members.iter().map(|m| m.name));
+    for m in members {
+        let mut bit_offset = m.bit_offset;
+        if let (Some(old), true) = (m.old_bit_offset, m.bit_size != 0) {
+            let storage = if m.byte_size != 0 {
+                u64::from(m.byte_size)
+            } else {
+                super::layout::size_of(enc.cu, m.ty, 0, super::layout::Sizing::Storage)
+            };
+            let within = if ctx.little_endian {
+                (storage * 8) as i64 - old - i64::from(m.bit_size)
+            } else {
+                old
+            };
+            bit_offset = bit_offset.wrapping_add(within as u64);
+        }
+        let refuse = |what: &str| {
+            EncodeError(format!(
+                "member '{}' of '{}': {what}",
+                String::from_utf8_lossy(m.name.bytes()),
+                String::from_utf8_lossy(name.bytes()),
+            ))
+        };
+        let bit_offset = u32::try_from(bit_offset)
+            .map_err(|_| refuse(&format!("bit offset {bit_offset} does not fit in 32 bits")))?;
+        if m.bit_size != 0 || !bit_offset.is_multiple_of(8) {
+            // libbpf's btf__add_field refuses what the offset word cannot hold, and
+            // so pahole fails on it.
+            if m.bit_size == 0 || m.bit_size > 255 || bit_offset > 0xff_ffff {
+                return Err(refuse(&format!(
+                    "bitfield of {} bits at bit {bit_offset} cannot be encoded",
+                    m.bit_size
+                )));
+            }
+            kflag = true;
+        }
+        let mname = out.strs.intern(m.name);
+        list.push(Member {
+            name: mname,
+            type_id: enc.id(m.ty),
+            offset: bit_offset | m.bit_size << 24,
+        });
+    }
+    Ok(Composite {
+        size,
+        kflag,
+        members: list,
+    })
+}
+
+/// An INT or FLOAT for a base type, as pahole's `btf_encoder__add_base_type`: the
+/// signedness, boolean and float facts come from `DW_AT_encoding` (so plain `char`
+/// is SIGNED where the compiler says `DW_ATE_signed_char`, as in kernels built
+/// without `-funsigned-char`), the size from `DW_AT_byte_size`.
+fn base_type<'n>(
+    st: &Features,
+    name: Name<'n>,
+    byte_size: u32,
+    encoding: u8,
+) -> Result<(Name<'n>, TypeKind), EncodeError> {
+    let mut enc = 0;
+    if encoding == DW_ATE_signed.0 || encoding == DW_ATE_signed_char.0 {
+        enc = crate::btf::INT_SIGNED;
+    } else if encoding == DW_ATE_boolean.0 {
+        enc = crate::btf::INT_BOOL;
+    } else if st.float && encoding == DW_ATE_float.0 {
+        return Ok((name, TypeKind::Float { size: byte_size }));
+    } else if st.float
+        && (encoding == DW_ATE_complex_float.0 || encoding == DW_ATE_imaginary_float.0)
+    {
+        return Err(EncodeError(format!(
+            "base type '{}': complex and imaginary floats have no BTF encoding (pahole refuses them too)",
+            String::from_utf8_lossy(name.bytes())
+        )));
+    }
+    let mut size = byte_size;
+    let mut name = name;
+    if size == 0 || !size.is_power_of_two() || size > 16 {
+        name = Name::new(b"__SANITIZED_FAKE_INT__");
+        size = 4;
+    }
+    // A power of two up to 16 bytes: at most 128 bits.
+    let bits = u8::try_from(size * 8).unwrap_or(128);
+    Ok((
+        name,
+        TypeKind::Int {
+            size,
+            encoding: enc,
+            offset: 0,
+            bits,
+        },
+    ))
+}
+
+/// Assigns the local id of every type DIE of the unit, from 1 on (`ALIAS` for those
+/// not encoded); returns how many are encoded.
+fn assign_ids(cu: &CuTypes<'_>, features: &Features, ids: &mut Vec<u32>) -> usize {
+    ids.clear();
+    ids.resize(cu.types.len(), ALIAS);
+    let mut next = 1;
+    for i in cu.emission_order() {
+        let t = &cu.types[i];
+        let alias = match t {
+            TypeDie::Ref {
+                kind: RefKind::Alias,
+                ..
+            } => true,
+            TypeDie::Ref {
+                kind: RefKind::TypeTag,
+                ..
+            } => !features.type_tag,
+            _ => false,
+        };
+        if !alias {
+            ids[i] = next;
+            next += 1;
+        }
+    }
+    next as usize - 1
+}
+
+/// A unit being encoded, with the local ids of its DIEs.
+pub(super) struct Unit<'c, 'a> {
+    pub cu: &'c CuTypes<'a>,
+    pub ids: &'c [u32],
+}
+
+impl Unit<'_, '_> {
+    /// The local id a reference resolves to: void for none, for non-type DIEs and
+    /// for alias chains ending in void.
+    pub fn id(&self, r: DieRef) -> TypeId {
+        let mut r = r;
+        for _ in 0..64 {
+            let Some(i) = self.cu.index_of(r) else {
+                return TypeId::VOID;
+            };
+            if self.ids[i] != ALIAS {
+                return TypeId(self.ids[i]);
+            }
+            match self.cu.types[i] {
+                TypeDie::Ref { ty, .. } => r = ty,
+                _ => return TypeId::VOID,
+            }
+        }
+        TypeId::VOID
+    }
+
+    /// Whether `r` is a signed base type (pahole's `is_signed_enum` test).
+    fn is_signed_base(&self, r: DieRef) -> bool {
+        match self.cu.index_of(r).map(|i| &self.cu.types[i]) {
+            Some(TypeDie::Base { encoding, .. }) => {
+                *encoding == DW_ATE_signed.0 || *encoding == DW_ATE_signed_char.0
+            }
+            _ => false,
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The ordered part of a run: each encoded unit, in unit order, merged into what
+//! spans units. Its strings go into the run's string section (in the order the unit
+//! first used them, so the section is the one a serial encoder would build); its
+//! types get their ids (appended to the run's BTF, or deduplicated against the types
+//! kept so far, which gives each its kept id); then its function and variable
+//! records are renumbered to those ids and strings and appended to the run's
+//! functions. The array index type, the one type shared across units, is chosen
+//! here, as pahole chooses it.
+
+use crate::btf::{StrOffset, Type, TypeId, TypeKind};
+use crate::dedup::Incremental;
+use crate::dwarf::types::Name;
+use crate::encode::{EncodedUnit, EncoderState, FuncEncoder, INDEX_TYPE};
+use crate::timing::{Busy, Timings};
+
+/// `f`, counted as dedup time by `--time`.
+fn busy<R>(t: Option<&Timings>, f: impl FnOnce() -> R) -> R {
+    match t {
+        Some(t) => t.busy(Busy::Dedup, f),
+        None => f(),
+    }
+}
+
+/// The array index type, once a unit has given one.
+enum Index {
+    /// Its id in the run's BTF (every unit's types kept there).
+    Id(TypeId),
+    /// With an incremental dedup, its INT: a copy leads each later unit's types, so
+    /// that their arrays refer to a type of their own batch (the copy equals a kept
+    /// type, so the dedup merges it away).
+    Int(Type),
+}
+
+/// What the token holder keeps from one unit to the next.
+pub(super) struct Ordered {
+    pub state: EncoderState,
+    /// The incremental dedup (whole BTF), or none: every unit's types stay in
+    /// `state`'s BTF.
+    pub inc: Option<Incremental>,
+    index: Option<Index>,
+    /// The units are parts of one merged unit (an LTO build).
+    merged: bool,
+    /// Scratch: the run's offset of each of the unit's strings.
+    strs: Vec<StrOffset>,
+    /// Where `--time` counts the dedup's busy time.
+    timings: Option<&'static Timings>,
+}
+
+impl Ordered {
+    pub fn new(
+        state: EncoderState,
+        inc: Option<Incremental>,
+        merged: bool,
+        timings: Option<&'static Timings>,
+    ) -> Ordered {
+        Ordered {
+            state,
+            inc,
+            index: None,
+            merged,
+            strs: Vec::new(),
+            timings,
+        }
+    }
+
+    /// Merges the next unit in unit order (see the module doc).
+    pub fn add(&mut self, unit: EncodedUnit, funcs: &mut FuncEncoder) -> Result<(), String> {
+        let EncodedUnit {
+            mut types,
+            strings,
+            index: uses,
+            records,
+        } = unit;
+        let known = self.index.is_some();
+        // pahole adds an `int` after the types of the first unit with arrays and no
+        // `int` of its own, if no earlier unit had one.
+        let add_int = !known && uses.own_int.is_none() && uses.arrays;
+        if add_int && self.merged {
+            // pahole's merged unit takes the first `int` of any part, or adds one
+            // after every part's types: not known until the last part.
+            return Err(
+                "LTO build: arrays come before the first 'int' type, whose place in \
+                 pahole's merged unit is not known yet: not supported"
+                    .into(),
+            );
+        }
+        let lead = u32::from(known && self.inc.is_some());
+        let own = uses.own_types;
+        // The position in the unit's batch of local id `l` (not void, not the index).
+        let pos = move |l: u32| l - 1 + lead + u32::from(add_int && l > own);
+        // Where the index type is in the batch, if it is there.
+        let index_pos = if lead == 1 {
+            Some(0)
+        } else if known {
+            None
+        } else if let Some(k) = uses.own_int {
+            Some(pos(k.0))
+        } else if add_int {
+            Some(own)
+        } else {
+            None
+        };
+
+        // Strings, in the unit's first-use order (the added `int`'s name right after
+        // those of the unit's types, as pahole adds it).
+        self.strs.clear();
+        let n = strings.len();
+        self.state
+            .merge_strings(&strings, 0..uses.own_strings.min(n), &mut self.strs);
+        let int_name = add_int.then(|| self.state.intern(Name::new(b"int")));
+        self.state
+            .merge_strings(&strings, uses.own_strings.min(n)..n, &mut self.strs);
+        drop(strings);
+
+        // The batch: the unit's types in the run's ids and strings.
+        let first = if self.inc.is_some() {
+            self.state.btf().first_id().0
+        } else {
+            self.state.btf().type_count() + 1
+        };
+        let outside = match &self.index {
+            Some(Index::Id(id)) => *id,
+            _ => TypeId::VOID,
+        };
+        let batch_id = |l: TypeId| match l {
+            TypeId::VOID => TypeId::VOID,
+            INDEX_TYPE => index_pos.map_or(outside, |p| TypeId(first + p)),
+            l => TypeId(first + pos(l.0)),
+        };
+        let strs = &self.strs;
+        let s = |o: &mut StrOffset| {
+            if o.0 != 0 {
+                *o = strs[o.0 as usize - 1];
+            }
+        };
+        for t in &mut types[1..] {
+            s(&mut t.name);
+            t.kind.for_each_str_mut(s);
+            t.kind.for_each_ref_mut(|r| *r = batch_id(*r));
+        }
+        if let Some(name) = int_name {
+            let int = TypeKind::Int {
+                size: 4,
+                encoding: crate::btf::INT_SIGNED,
+                offset: 0,
+                bits: 32,
+            };
+            // Once per run: after the unit's own types (local ids 1..=own).
+            types.insert(own as usize + 1, Type { name, kind: int });
+        }
+        // The batch: the lead slot holds the index INT's copy, or is left out.
+        if let (1, Some(Index::Int(int))) = (lead, &self.index) {
+            types[0] = int.clone();
+        }
+        let batch = &types[1 - lead as usize..];
+        let new_index = index_pos.filter(|_| !known);
+
+        match &mut self.inc {
+            Some(inc) => {
+                let str_end = self.state.btf().str_end();
+                let kept = busy(self.timings, || inc.add_encoded(batch, str_end))
+                    .map_err(|e| format!("dedup: {e}"))?;
+                let kept_id = |l: TypeId| match l {
+                    TypeId::VOID => TypeId::VOID,
+                    l => TypeId(kept.get(pos(l.0) as usize).copied().unwrap_or(u32::MAX)),
+                };
+                funcs.add_unit(records, kept_id, strs);
+                if let Some(p) = new_index {
+                    self.index = Some(Index::Int(batch[p as usize].clone()));
+                }
+            }
+            None => {
+                if let Some(p) = new_index {
+                    self.index = Some(Index::Id(TypeId(first + p)));
+                }
+                let btf = self.state.btf_mut();
+                for t in types.into_iter().skip(1) {
+                    btf.push_type(t);
+                }
+                funcs.add_unit(records, batch_id, strs);
+            }
+        }
+        Ok(())
+    }
+}
