@@ -86,13 +86,20 @@
 
 mod engine;
 mod flat;
-mod fxhash;
 mod strset;
 mod table;
 
+pub use engine::{PreparedBatch, Preparer};
+
 use crate::btf::Btf;
+use crate::encode::strings::FxHasher;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
+
+/// `HashMap` with the crate's [`FxHasher`]: the dedup's keys are integers and
+/// short strings, for which std's SipHash costs more than the rest of a lookup.
+type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Which libbpf's behaviour to reproduce.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -281,8 +288,26 @@ impl Incremental {
         types: &[crate::btf::Type],
         str_end: u32,
     ) -> Result<&[u32], DedupError> {
-        let first = self.base.as_ref().map_or(0, |b| b.type_count()) + 1;
-        let s = self.engine.load_encoded(types, first, str_end)?;
+        let batch = self.preparer().prepare(types);
+        self.add_prepared(batch, str_end)
+    }
+
+    /// What [`Preparer::prepare`] needs of this dedup: a small value that any
+    /// thread can prepare batches with, ahead of [`Incremental::add_prepared`].
+    pub fn preparer(&self) -> Preparer {
+        self.engine.preparer()
+    }
+
+    /// [`Incremental::add_encoded`] of a batch prepared by [`Preparer::prepare`]
+    /// (with this dedup's [`Incremental::preparer`]): the same result, the same
+    /// errors. `add_encoded(types, str_end)` is `add_prepared(prepare(types),
+    /// str_end)`.
+    pub fn add_prepared(
+        &mut self,
+        batch: PreparedBatch,
+        str_end: u32,
+    ) -> Result<&[u32], DedupError> {
+        let s = self.engine.load_prepared(batch, str_end)?;
         self.engine.process(s)?;
         Ok(self.engine.last_kept())
     }

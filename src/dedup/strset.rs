@@ -1,7 +1,17 @@
 //! String sets with libbpf's `strset` semantics: a string section that grows by
 //! appending, where adding a string already present returns its first offset.
 
-use super::fxhash::{hash_bytes, FxHashMap};
+use super::FxHashMap;
+use crate::encode::strings::FxHasher;
+use std::hash::Hasher;
+
+/// Hash of a byte string.
+#[inline]
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(bytes);
+    h.finish()
+}
 
 /// An index of NUL-terminated strings in a byte buffer, by content: the 64-bit
 /// content hash maps straight to the offset (one probe, one compare); the rare
