@@ -22,7 +22,7 @@ mod refs;
 pub use load::{PreparedBatch, Preparer};
 
 use super::flat::*;
-use super::strset::{StrIndex, StrSet};
+use super::strset::StrSet;
 use super::table::CandTable;
 use super::{Compat, DedupError, FxHashMap};
 use crate::btf::Btf;
@@ -71,7 +71,7 @@ pub struct Engine {
     /// Own strings (offsets from `str_start`).
     strs: StrSet,
     /// The real base's strings.
-    base_strs: Option<StrIndex>,
+    base_strs: Option<StrSet>,
     str_start: u32,
     /// The batch's types of each pass, in id order, with their hash where it does
     /// not depend on other types (see `load::Passes`).
@@ -168,7 +168,7 @@ impl Engine {
                 chain_strings(b, &mut strs);
                 e.str_start = u32::try_from(strs.len())
                     .map_err(|_| invalid(0, "the base's strings exceed 4 GiB"))?;
-                e.base_strs = Some(StrIndex::new(strs));
+                e.base_strs = Some(StrSet::of_section(strs));
             }
             None => {
                 e.strs.add(b"");

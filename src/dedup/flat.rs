@@ -67,21 +67,6 @@ pub fn vlen_of(info: u32) -> usize {
     (info & 0xffff) as usize
 }
 
-/// One STRUCT/UNION member: name, type and offset words.
-#[derive(Clone, Copy)]
-pub struct MemberRec {
-    pub name: u32,
-    pub ty: u32,
-    pub offset: u32,
-}
-
-/// One FUNC_PROTO parameter: name and type words.
-#[derive(Clone, Copy)]
-pub struct ParamRec {
-    pub name: u32,
-    pub ty: u32,
-}
-
 /// A view of one flat record.
 #[derive(Clone, Copy)]
 pub struct Rec<'a>(&'a [u32]);
@@ -162,23 +147,29 @@ impl<'a> Rec<'a> {
         self.0[ARRAY_INDEX_POS + 1]
     }
 
-    /// A STRUCT/UNION's members.
+    /// The type of a STRUCT/UNION's `i`-th member.
     #[inline]
-    pub fn members(self) -> impl DoubleEndedIterator<Item = MemberRec> + ExactSizeIterator + 'a {
-        self.0[HEAD..].chunks_exact(3).map(|m| MemberRec {
-            name: m[0],
-            ty: m[1],
-            offset: m[2],
-        })
+    pub fn member_type(self, i: usize) -> u32 {
+        self.0[member_type_pos(i)]
     }
 
-    /// A FUNC_PROTO's parameters.
+    /// The name and offset of a STRUCT/UNION's `i`-th member.
     #[inline]
-    pub fn params(self) -> impl DoubleEndedIterator<Item = ParamRec> + ExactSizeIterator + 'a {
-        self.0[HEAD..].chunks_exact(2).map(|p| ParamRec {
-            name: p[0],
-            ty: p[1],
-        })
+    pub fn member_name_offset(self, i: usize) -> (u32, u32) {
+        let m = &self.0[HEAD + 3 * i..HEAD + 3 * i + 3];
+        (m[0], m[2])
+    }
+
+    /// The type of a FUNC_PROTO's `i`-th parameter.
+    #[inline]
+    pub fn param_type(self, i: usize) -> u32 {
+        self.0[param_type_pos(i)]
+    }
+
+    /// The name of a FUNC_PROTO's `i`-th parameter.
+    #[inline]
+    pub fn param_name(self, i: usize) -> u32 {
+        self.0[HEAD + 2 * i]
     }
 }
 

@@ -47,6 +47,8 @@ impl CandTable {
             self.epoch += 1;
         }
         self.size += 1;
+        // One node per type id added, and ids are `u32`s.
+        #[allow(clippy::cast_possible_truncation)]
         let node = self.nodes.len() as u32;
         let epoch = self.epoch;
         let slot = self.index.entry(key).or_insert(Slot { head: END, epoch });

@@ -101,9 +101,6 @@ impl Engine {
         Ok(())
     }
 
-    /// Number of types kept so far past the real base.
-    /// Real base types resolved for good to kept types by the batches so far, as
-
     /// The kept types and strings as raw BTF in `endian`, with `header_extra` (zero
     /// bytes) past the 24-byte header and the input's kind layout section, if any.
     pub fn to_bytes(

@@ -197,24 +197,18 @@ impl Engine {
                 if !shallow_equal_struct(ct, nt) {
                     return Ok(false);
                 }
-                stack.extend(
-                    ct.members()
-                        .zip(nt.members())
-                        .rev()
-                        .map(|(a, b)| (a.ty, b.ty)),
-                );
+                for i in (0..ct.vlen()).rev() {
+                    stack.push((ct.member_type(i), nt.member_type(i)));
+                }
                 Ok(true)
             }
             K_FUNC_PROTO => {
                 if !compat_fnproto(ct, nt) {
                     return Ok(false);
                 }
-                stack.extend(
-                    ct.params()
-                        .zip(nt.params())
-                        .rev()
-                        .map(|(a, b)| (a.ty, b.ty)),
-                );
+                for i in (0..ct.vlen()).rev() {
+                    stack.push((ct.param_type(i), nt.param_type(i)));
+                }
                 stack.push((ct.size_type(), nt.size_type()));
                 Ok(true)
             }
@@ -239,7 +233,7 @@ impl Engine {
                 (k1 == K_STRUCT || k1 == K_UNION)
                     && k1 == k2
                     && shallow_equal_struct(t1, t2)
-                    && t1.members().zip(t2.members()).all(|(x, y)| x.ty == y.ty)
+                    && (0..t1.vlen()).all(|i| t1.member_type(i) == t2.member_type(i))
             }
         }
     }
@@ -279,18 +273,12 @@ impl Engine {
                 K_ARRAY => compat_array(t1, t2),
                 K_STRUCT | K_UNION => {
                     shallow_equal_struct(t1, t2)
-                        && t1
-                            .members()
-                            .zip(t2.members())
-                            .all(|(x, y)| same(x.ty, y.ty, budget))
+                        && (0..t1.vlen()).all(|i| same(t1.member_type(i), t2.member_type(i), budget))
                 }
                 K_FUNC_PROTO => {
                     compat_fnproto(t1, t2)
                         && same(t1.size_type(), t2.size_type(), budget)
-                        && t1
-                            .params()
-                            .zip(t2.params())
-                            .all(|(x, y)| same(x.ty, y.ty, budget))
+                        && (0..t1.vlen()).all(|i| same(t1.param_type(i), t2.param_type(i), budget))
                 }
                 _ => false,
             };

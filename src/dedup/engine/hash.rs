@@ -66,17 +66,17 @@ pub(super) fn compat_enum(a: Rec<'_>, b: Rec<'_>) -> bool {
 
 /// Name, info, size, and member names and offsets (not member types).
 pub(super) fn hash_struct(r: Rec<'_>) -> u64 {
-    r.members()
-        .fold(hash_common(r), |h, m| hc(hc(h, m.name), m.offset))
+    (0..r.vlen()).fold(hash_common(r), |h, i| {
+        let (name, offset) = r.member_name_offset(i);
+        hc(hc(h, name), offset)
+    })
 }
 
 /// Same name, info, size, and member names and offsets (not member types).
 #[inline]
 pub(super) fn shallow_equal_struct(a: Rec<'_>, b: Rec<'_>) -> bool {
-    equal_common(a, b)
-        && a.members()
-            .zip(b.members())
-            .all(|(x, y)| x.name == y.name && x.offset == y.offset)
+    // Indexed (not zipped iterators): this is the dedup's hottest comparison.
+    equal_common(a, b) && (0..a.vlen()).all(|i| a.member_name_offset(i) == b.member_name_offset(i))
 }
 
 /// Upstream libbpf's typedef hash (it dedups typedefs as it does structs).
@@ -109,8 +109,9 @@ pub(super) fn equal_array(a: Rec<'_>, b: Rec<'_>) -> bool {
 }
 
 pub(super) fn hash_fnproto(r: Rec<'_>) -> u64 {
-    r.params()
-        .fold(hash_common(r), |h, p| hc(hc(h, p.name), p.ty))
+    (0..r.vlen()).fold(hash_common(r), |h, i| {
+        hc(hc(h, r.param_name(i)), r.param_type(i))
+    })
 }
 
 /// Same name, info and parameter names (not the return or parameter types).
@@ -118,7 +119,7 @@ pub(super) fn hash_fnproto(r: Rec<'_>) -> u64 {
 pub(super) fn compat_fnproto(a: Rec<'_>, b: Rec<'_>) -> bool {
     a.name() == b.name()
         && a.info() == b.info()
-        && a.params().zip(b.params()).all(|(x, y)| x.name == y.name)
+        && (0..a.vlen()).all(|i| a.param_name(i) == b.param_name(i))
 }
 
 /// The FWD's kind: STRUCT, or UNION with the kflag.

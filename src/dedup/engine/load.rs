@@ -82,10 +82,15 @@ impl Preparer {
         // More types than ids are caught when the batch is added.
         let own = u32::try_from(types.len()).unwrap_or(u32::MAX);
         let last_local = base.saturating_add(own);
-        let mut words = Vec::with_capacity(types.len() * 8);
-        let mut ends = Vec::with_capacity(types.len());
-        let mut own_refs = Vec::with_capacity(types.len() * 2);
-        let mut passes = Passes::default();
+        let n = types.len();
+        let mut words = Vec::with_capacity(types.iter().map(|t| t.record_len() / 4).sum());
+        let mut ends = Vec::with_capacity(n);
+        let mut own_refs = Vec::with_capacity(2 * n);
+        let mut passes = Passes {
+            prims: Vec::with_capacity(n / 4),
+            structs: Vec::with_capacity(n / 4),
+            refs: Vec::with_capacity(n),
+        };
         let mut unmerged = Vec::new();
         let mut bad_ref = None;
         let mut max_str = 0;
