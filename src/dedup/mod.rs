@@ -83,6 +83,13 @@
 //! per-unit batches give pahole's bytes for the corpus vmlinux (three feature sets)
 //! and its three modules (`tests/funcs_corpus.rs`, `tests/engine_identity.rs`);
 //! `--dedup=one-shot` is there for an input where they would not.
+//!
+//! A batch's own share of the work can be done apart, on any thread, ahead of its
+//! turn: [`Incremental::preparer`] gives a small [`Preparer`] whose
+//! [`Preparer::prepare`] flattens and checks the batch's records and computes the
+//! hashes that need no other type (see `engine/load.rs`); the ordered part,
+//! [`Incremental::add_prepared`], renumbers, looks up, compares and commits.
+//! [`Incremental::add_encoded`] is the two in a row.
 
 mod engine;
 mod flat;
@@ -405,7 +412,7 @@ impl FinalPass {
 
     /// [`FinalPass::dedup_bytes`] for an encoder's BTF, as
     /// [`dedup_bytes_owned_encoded`] (the string section is kept as it is): for the
-    /// kept set of [`Incremental::new_encoded`] plus the encoder's function types.
+    /// kept set of [`Incremental::add_encoded`] plus the encoder's function types.
     pub fn dedup_bytes_owned_encoded(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
         self.owned(btf, true)
     }
