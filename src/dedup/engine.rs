@@ -79,7 +79,7 @@ pub struct Engine {
     /// Kept id of each type of the last incremental batch (see `Engine::process`).
     last_kept: Vec<u32>,
     eq_stack: Vec<(u32, u32)>,
-    ref_stack: Vec<(u32, usize)>,
+    ref_stack: Vec<(u32, u32)>,
 }
 
 fn invalid(id: u32, what: impl Into<String>) -> DedupError {

@@ -110,12 +110,6 @@ impl<'a> Rec<'a> {
         self.0[TYPE_POS]
     }
 
-    /// The name, info and size/type words.
-    #[inline]
-    pub fn common(self) -> &'a [u32] {
-        &self.0[..HEAD]
-    }
-
     /// The words after the common ones: INT's encoding, ARRAY's element, index and
     /// count, DECL_TAG's component, the members, enumerators or parameters.
     #[inline]

@@ -110,7 +110,7 @@ impl Engine {
     fn is_equiv(&mut self, cand: u32, canon: u32) -> Result<bool, DedupError> {
         let mut stack = std::mem::take(&mut self.eq_stack);
         stack.clear();
-        stack.push((cand, canon));
+        self.push_pair(&mut stack, cand, canon);
         let mut res = Ok(true);
         while let Some((a, b)) = stack.pop() {
             match self.equiv_step(a, b, &mut stack) {
@@ -133,8 +133,9 @@ impl Engine {
         res
     }
 
-    /// One node of the equivalence walk; pushes the pairs still to compare, last
-    /// first. Err(the candidate) if its kind cannot be in a type graph.
+    /// One node of the equivalence walk, whose two sides resolve to different types
+    /// (see [`Engine::push_pair`]); pushes the pairs still to compare, last first.
+    /// Err(the candidate) if its kind cannot be in a type graph.
     #[inline]
     fn equiv_step(
         &mut self,
@@ -142,9 +143,6 @@ impl Engine {
         canon: u32,
         stack: &mut Vec<(u32, u32)>,
     ) -> Result<bool, u32> {
-        if self.resolve(cand) == self.resolve(canon) {
-            return Ok(true);
-        }
         let canon = self.resolve_fwd(canon);
         let hyp = self.hypot[canon as usize];
         if hyp <= MAX_ID {
@@ -182,15 +180,15 @@ impl Engine {
                 if ct.info() != nt.info() {
                     return Ok(false);
                 }
-                stack.push((ct.size_type(), nt.size_type()));
+                self.push_pair(stack, ct.size_type(), nt.size_type());
                 Ok(true)
             }
             K_ARRAY => {
                 if !compat_array(ct, nt) {
                     return Ok(false);
                 }
-                stack.push((ct.array_elem(), nt.array_elem()));
-                stack.push((ct.array_index(), nt.array_index()));
+                self.push_pair(stack, ct.array_elem(), nt.array_elem());
+                self.push_pair(stack, ct.array_index(), nt.array_index());
                 Ok(true)
             }
             K_STRUCT | K_UNION => {
@@ -198,7 +196,7 @@ impl Engine {
                     return Ok(false);
                 }
                 for i in (0..ct.vlen()).rev() {
-                    stack.push((ct.member_type(i), nt.member_type(i)));
+                    self.push_pair(stack, ct.member_type(i), nt.member_type(i));
                 }
                 Ok(true)
             }
@@ -207,12 +205,23 @@ impl Engine {
                     return Ok(false);
                 }
                 for i in (0..ct.vlen()).rev() {
-                    stack.push((ct.param_type(i), nt.param_type(i)));
+                    self.push_pair(stack, ct.param_type(i), nt.param_type(i));
                 }
-                stack.push((ct.size_type(), nt.size_type()));
+                self.push_pair(stack, ct.size_type(), nt.size_type());
                 Ok(true)
             }
             _ => Err(cand),
+        }
+    }
+
+    /// Pushes the pair `(cand, canon)` for the walk, unless both already resolve to
+    /// one type: the step would accept such a pair at once and change nothing, and
+    /// nothing changes `map` during a walk, so skipping it here gives the same walk
+    /// for less (most member pairs of a unit's repeat of a kept struct are such).
+    #[inline]
+    fn push_pair(&self, stack: &mut Vec<(u32, u32)>, cand: u32, canon: u32) {
+        if self.resolve(cand) != self.resolve(canon) {
+            stack.push((cand, canon));
         }
     }
 
@@ -273,7 +282,8 @@ impl Engine {
                 K_ARRAY => compat_array(t1, t2),
                 K_STRUCT | K_UNION => {
                     shallow_equal_struct(t1, t2)
-                        && (0..t1.vlen()).all(|i| same(t1.member_type(i), t2.member_type(i), budget))
+                        && (0..t1.vlen())
+                            .all(|i| same(t1.member_type(i), t2.member_type(i), budget))
                 }
                 K_FUNC_PROTO => {
                     compat_fnproto(t1, t2)

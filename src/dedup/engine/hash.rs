@@ -19,7 +19,8 @@ pub(super) fn hash_common(r: Rec<'_>) -> u64 {
 
 #[inline]
 pub(super) fn equal_common(a: Rec<'_>, b: Rec<'_>) -> bool {
-    a.common() == b.common()
+    // Word by word: a slice comparison calls `memcmp`, which costs more here.
+    a.name() == b.name() && a.info() == b.info() && a.size_type() == b.size_type()
 }
 
 /// INT and DECL_TAG: the common words and the fourth (encoding, component index).
@@ -30,7 +31,7 @@ pub(super) fn hash_int_tag(r: Rec<'_>) -> u64 {
 
 #[inline]
 pub(super) fn equal_int_tag(a: Rec<'_>, b: Rec<'_>) -> bool {
-    a.words()[..4] == b.words()[..4]
+    equal_common(a, b) && a.tail()[0] == b.tail()[0]
 }
 
 /// Name only: an enum FWD must meet the full ENUM or ENUM64 of any size.
@@ -52,7 +53,7 @@ pub(super) fn is_enum_fwd(r: Rec<'_>) -> bool {
 /// Same name, info, size and enumerators.
 #[inline]
 pub(super) fn equal_enum(a: Rec<'_>, b: Rec<'_>) -> bool {
-    a.words() == b.words()
+    equal_common(a, b) && a.tail() == b.tail()
 }
 
 /// Equal enums, or an enum FWD and any enum of its name.
@@ -105,7 +106,7 @@ pub(super) fn compat_array(a: Rec<'_>, b: Rec<'_>) -> bool {
 
 #[inline]
 pub(super) fn equal_array(a: Rec<'_>, b: Rec<'_>) -> bool {
-    a.words()[..6] == b.words()[..6]
+    compat_array(a, b) && a.array_elem() == b.array_elem() && a.array_index() == b.array_index()
 }
 
 pub(super) fn hash_fnproto(r: Rec<'_>) -> u64 {

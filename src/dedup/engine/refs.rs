@@ -16,9 +16,12 @@ enum Bad {
     Unprocessed(u32),
 }
 
+/// What [`Engine::ref_enter`] returns for a type it pushed (its id is not known yet).
+const PUSHED: u32 = u32::MAX;
+
 impl Engine {
     /// Dedups the reference type `root` after the types it refers to.
-    pub(super) fn ref_type(&mut self, root: u32) -> Result<u32, DedupError> {
+    pub(super) fn ref_type(&mut self, root: u32) -> Result<(), DedupError> {
         let mut stack = std::mem::take(&mut self.ref_stack);
         stack.clear();
         let res = self.ref_walk(root, &mut stack);
@@ -35,40 +38,47 @@ impl Engine {
         })
     }
 
-    fn ref_walk(&mut self, root: u32, stack: &mut Vec<(u32, usize)>) -> Result<u32, Bad> {
-        // Some(canonical id) of the type just entered or finished, to store in its
-        // referrer's record.
-        let mut value = self.ref_enter(root, stack)?;
-        loop {
-            let Some(&(id, child)) = stack.last() else {
-                return Ok(value.expect("a finished walk has a value"));
-            };
+    /// The walk: each entry of `stack` is a type in progress and how many of its
+    /// references were entered. A reference whose type is known is rewritten when
+    /// entered, one whose type was pushed when that type is finished.
+    fn ref_walk(&mut self, root: u32, stack: &mut Vec<(u32, u32)>) -> Result<(), Bad> {
+        if self.ref_enter(root, stack)? != PUSHED {
+            return Ok(());
+        }
+        while let Some(&(id, child)) = stack.last() {
             let o = self.offs[id as usize] as usize;
             let info = self.w[o + 1];
-            if let Some(v) = value.take() {
-                self.w[o + ref_pos(info, child - 1)] = v;
-            }
-            if child < ref_count(info) {
+            if (child as usize) < ref_count(info) {
                 let top = stack.len() - 1;
                 stack[top].1 += 1;
-                let target = self.w[o + ref_pos(info, child)];
-                value = self.ref_enter(target, stack)?;
+                let pos = o + ref_pos(info, child as usize);
+                let v = self.ref_enter(self.w[pos], stack)?;
+                if v != PUSHED {
+                    self.w[pos] = v;
+                }
                 continue;
             }
             stack.pop();
-            value = Some(self.ref_finish(id));
+            let v = self.ref_finish(id);
+            if let Some(&(parent, entered)) = stack.last() {
+                let o = self.offs[parent as usize] as usize;
+                let info = self.w[o + 1];
+                self.w[o + ref_pos(info, entered as usize - 1)] = v;
+            }
         }
+        Ok(())
     }
 
-    /// Starts `id`: its canonical id if known, else marks it in progress and pushes it.
+    /// Starts `id`: its canonical id if known, else marks it in progress, pushes it
+    /// and returns [`PUSHED`].
     #[inline]
-    fn ref_enter(&mut self, id: u32, stack: &mut Vec<(u32, usize)>) -> Result<Option<u32>, Bad> {
+    fn ref_enter(&mut self, id: u32, stack: &mut Vec<(u32, u32)>) -> Result<u32, Bad> {
         let m = self.map[id as usize];
         if m == IN_PROGRESS {
             return Err(Bad::Loop(id));
         }
         if m <= MAX_ID {
-            return Ok(Some(self.resolve(id)));
+            return Ok(self.resolve(id));
         }
         match self.kind(id) {
             K_CONST | K_VOLATILE | K_RESTRICT | K_PTR | K_FUNC | K_TYPE_TAG | K_DECL_TAG
@@ -78,7 +88,7 @@ impl Engine {
         }
         self.map[id as usize] = IN_PROGRESS;
         stack.push((id, 0));
-        Ok(None)
+        Ok(PUSHED)
     }
 
     /// All of `id`'s references are canonical: find its equal or make it canonical.
@@ -94,7 +104,7 @@ impl Engine {
             let eq = match k {
                 K_DECL_TAG => equal_int_tag(t, cr),
                 K_ARRAY => equal_array(t, cr),
-                K_FUNC_PROTO => t.words() == cr.words(),
+                K_FUNC_PROTO => equal_common(t, cr) && t.tail() == cr.tail(),
                 _ => equal_common(t, cr),
             };
             if eq {
