@@ -26,16 +26,21 @@ impl Engine {
                     new = c;
                     break;
                 }
+                // `compat_enum` unrolled, as `equal_enum` was just checked.
                 K_ENUM | K_ENUM64 => {
                     if equal_enum(t, cr) {
                         new = c;
                         break;
                     }
-                    if compat_enum(t, cr) {
-                        if is_enum_fwd(t) {
+                    if t.name() != cr.name() {
+                        continue;
+                    }
+                    if is_enum_fwd(t) {
+                        if is_any_enum(cr) {
                             new = c;
                             break;
                         }
+                    } else if is_enum_fwd(cr) {
                         // The canonical enum FWD now resolves to this full enum.
                         self.set_map(c, id);
                     }
