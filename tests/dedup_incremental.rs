@@ -196,3 +196,66 @@ fn module_in_batches_with_fwds_equals_one_shot() {
         );
     }
 }
+
+/// `add_prepared(prepare(types))`, with the batches prepared on another thread
+/// ahead of the dedup, gives what `add_encoded(types)` gives: each batch's kept ids
+/// and the kept set, byte for byte, and the same error for a bad batch.
+#[test]
+fn prepared_batches_equal_encoded_ones() {
+    let Some(refs) = reference() else { return };
+    let src = btf::read::read_file(&refs.join("vmlinux-cloud.kernel-flags.btf"), None)
+        .expect("read reference");
+    let (first, last) = (src.first_id().0, src.type_count());
+    let per = (last - first + 1).div_ceil(40);
+    let batches: Vec<Btf> = (first..=last)
+        .step_by(per as usize)
+        .map(|a| batch(&src, a..(a + per).min(last + 1), true))
+        .collect();
+    let str_end = u32::try_from(src.strings().len()).expect("string section size");
+    let mut plain = Incremental::new(None, Compat::Upstream).expect("incremental");
+    let mut prepared = Incremental::new(None, Compat::Upstream).expect("incremental");
+    let preparer = prepared.preparer();
+    let ready = std::thread::scope(|s| {
+        s.spawn(|| {
+            batches
+                .iter()
+                .map(|b| preparer.prepare(b.types()))
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .expect("prepare thread")
+    });
+    for (b, p) in batches.iter().zip(ready) {
+        let want = plain.add_encoded(b.types(), str_end).expect("add").to_vec();
+        let got = prepared.add_prepared(p, str_end).expect("add prepared");
+        assert_eq!(got, want);
+    }
+    assert!(plain.len() > 1000, "kept {} types", plain.len());
+    let bytes = |inc: &Incremental| btf::write::to_bytes(&inc.kept_btf(&src).expect("kept"));
+    assert!(bytes(&plain) == bytes(&prepared), "kept sets differ");
+
+    // A reference past the batch, after a string past the section's end: both
+    // report the string, of the same type.
+    let bad = |name: u32, ptr_to: u32| {
+        vec![
+            Type {
+                name: btf::StrOffset(0),
+                kind: TypeKind::Ptr(TypeId(1)),
+            },
+            Type {
+                name: btf::StrOffset(name),
+                kind: TypeKind::Float { size: 4 },
+            },
+            Type {
+                name: btf::StrOffset(0),
+                kind: TypeKind::Ptr(TypeId(ptr_to)),
+            },
+        ]
+    };
+    for types in [bad(str_end + 5, 99), bad(1, 99), bad(str_end, 2)] {
+        let want = plain.add_encoded(&types, str_end).map(<[u32]>::to_vec);
+        let got = prepared.add_prepared(prepared.preparer().prepare(&types), str_end);
+        assert_eq!(got.map(<[u32]>::to_vec), want);
+        assert!(want.is_err());
+    }
+}

@@ -83,16 +83,30 @@
 //! per-unit batches give pahole's bytes for the corpus vmlinux (three feature sets)
 //! and its three modules (`tests/funcs_corpus.rs`, `tests/engine_identity.rs`);
 //! `--dedup=one-shot` is there for an input where they would not.
+//!
+//! A batch's own share of the work can be done apart, on any thread, ahead of its
+//! turn: [`Incremental::preparer`] gives a small [`Preparer`] whose
+//! [`Preparer::prepare`] flattens and checks the batch's records and computes the
+//! hashes that need no other type (see `engine/load.rs`); the ordered part,
+//! [`Incremental::add_prepared`], renumbers, looks up, compares and commits.
+//! [`Incremental::add_encoded`] is the two in a row.
 
 mod engine;
 mod flat;
-mod fxhash;
 mod strset;
 mod table;
 
+pub use engine::{PreparedBatch, Preparer};
+
 use crate::btf::Btf;
+use crate::encode::strings::FxHasher;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::sync::Arc;
+
+/// `HashMap` with the crate's [`FxHasher`]: the dedup's keys are integers and
+/// short strings, for which std's SipHash costs more than the rest of a lookup.
+type FxHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// Which libbpf's behaviour to reproduce.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -281,8 +295,26 @@ impl Incremental {
         types: &[crate::btf::Type],
         str_end: u32,
     ) -> Result<&[u32], DedupError> {
-        let first = self.base.as_ref().map_or(0, |b| b.type_count()) + 1;
-        let s = self.engine.load_encoded(types, first, str_end)?;
+        let batch = self.preparer().prepare(types);
+        self.add_prepared(batch, str_end)
+    }
+
+    /// What [`Preparer::prepare`] needs of this dedup: a small value that any
+    /// thread can prepare batches with, ahead of [`Incremental::add_prepared`].
+    pub fn preparer(&self) -> Preparer {
+        self.engine.preparer()
+    }
+
+    /// [`Incremental::add_encoded`] of a batch prepared by [`Preparer::prepare`]
+    /// (with this dedup's [`Incremental::preparer`]): the same result, the same
+    /// errors. `add_encoded(types, str_end)` is `add_prepared(prepare(types),
+    /// str_end)`.
+    pub fn add_prepared(
+        &mut self,
+        batch: PreparedBatch,
+        str_end: u32,
+    ) -> Result<&[u32], DedupError> {
+        let s = self.engine.load_prepared(batch, str_end)?;
         self.engine.process(s)?;
         Ok(self.engine.last_kept())
     }
@@ -380,7 +412,7 @@ impl FinalPass {
 
     /// [`FinalPass::dedup_bytes`] for an encoder's BTF, as
     /// [`dedup_bytes_owned_encoded`] (the string section is kept as it is): for the
-    /// kept set of [`Incremental::new_encoded`] plus the encoder's function types.
+    /// kept set of [`Incremental::add_encoded`] plus the encoder's function types.
     pub fn dedup_bytes_owned_encoded(&self, btf: Btf) -> Result<Vec<u8>, DedupError> {
         self.owned(btf, true)
     }

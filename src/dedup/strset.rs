@@ -1,7 +1,20 @@
 //! String sets with libbpf's `strset` semantics: a string section that grows by
-//! appending, where adding a string already present returns its first offset.
+//! appending, where adding a string already present returns its first offset; and
+//! the same index over a base BTF's section, to find a string's first copy there.
+//! (The encoder's `StrIndex` interns into the BTF it builds, by input address
+//! first; the dedup only looks strings up by content, and never appends to a base.)
 
-use super::fxhash::{hash_bytes, FxHashMap};
+use super::FxHashMap;
+use crate::encode::strings::FxHasher;
+use std::hash::Hasher;
+
+/// Hash of a byte string.
+#[inline]
+fn hash_bytes(bytes: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(bytes);
+    h.finish()
+}
 
 /// An index of NUL-terminated strings in a byte buffer, by content: the 64-bit
 /// content hash maps straight to the offset (one probe, one compare); the rare
@@ -73,6 +86,9 @@ impl StrSet {
         if let Some(off) = self.index.find(&self.data, s, h) {
             return off;
         }
+        // The set holds the strings of BTF sections, which `u32` offsets address:
+        // it cannot grow past 4 GiB on any input we can read.
+        #[allow(clippy::cast_possible_truncation)]
         let off = self.data.len() as u32;
         self.data.extend_from_slice(s);
         self.data.push(0);
@@ -81,29 +97,26 @@ impl StrSet {
     }
 }
 
-/// A lookup index over an existing string section, as libbpf builds one for a base
-/// BTF: every string that starts at offset 0 or right after a NUL, the first copy of
-/// a duplicate winning.
-#[derive(Default, Clone)]
-pub struct StrIndex {
-    data: Vec<u8>,
-    index: Index,
-}
-
-impl StrIndex {
-    /// Indexes `data`.
-    pub fn new(data: Vec<u8>) -> StrIndex {
+impl StrSet {
+    /// The set of an existing string section, as libbpf indexes a base BTF's: every
+    /// string that starts at offset 0 or right after a NUL, the first copy of a
+    /// duplicate winning. `data` is a BTF string section, addressed by `u32`
+    /// offsets: an offset past 4 GiB could name nothing, so the index stops there.
+    pub fn of_section(data: Vec<u8>) -> StrSet {
         let mut index = Index::with_capacity(data.len() / 16);
         let mut off = 0usize;
-        while off < data.len() {
-            let s = str_at(&data, off as u32);
+        while let Ok(o) = u32::try_from(off) {
+            if off >= data.len() {
+                break;
+            }
+            let s = str_at(&data, o);
             let h = hash_bytes(s);
             if index.find(&data, s, h).is_none() {
-                index.insert(h, off as u32);
+                index.insert(h, o);
             }
             off += s.len() + 1;
         }
-        StrIndex { data, index }
+        StrSet { data, index }
     }
 
     /// Offset of the first copy of `s` (libbpf's `btf__find_str`).
@@ -139,7 +152,7 @@ mod tests {
 
     #[test]
     fn index_finds_first_copy_at_string_starts_only() {
-        let idx = StrIndex::new(b"\0foo\0barfoo\0foo\0".to_vec());
+        let idx = StrSet::of_section(b"\0foo\0barfoo\0foo\0".to_vec());
         assert_eq!(idx.find(b"foo"), Some(1));
         assert_eq!(idx.find(b"barfoo"), Some(5));
         assert_eq!(idx.find(b""), Some(0));

@@ -11,7 +11,9 @@
 //! newest first, reversed once per growth since insertion. We keep one linked list
 //! per key and apply the reversals lazily, counting growths in an epoch number.
 
-use super::fxhash::FxHashMap;
+use crate::encode::strings::FxHasher;
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 const END: u32 = u32::MAX;
 
@@ -26,7 +28,7 @@ struct Slot {
 /// singly linked through one node arena, head first, like libbpf's buckets.
 #[derive(Default, Clone)]
 pub struct CandTable {
-    index: FxHashMap<u64, Slot>,
+    index: HashMap<u64, Slot, BuildHasherDefault<FxHasher>>,
     /// (id, next node).
     nodes: Vec<(u32, u32)>,
     /// Number of entries (libbpf's `sz`), including any later removed.
@@ -45,6 +47,8 @@ impl CandTable {
             self.epoch += 1;
         }
         self.size += 1;
+        // One node per type id added, and ids are `u32`s.
+        #[allow(clippy::cast_possible_truncation)]
         let node = self.nodes.len() as u32;
         let epoch = self.epoch;
         let slot = self.index.entry(key).or_insert(Slot { head: END, epoch });
@@ -53,19 +57,36 @@ impl CandTable {
         slot.head = node;
     }
 
-    /// Appends the candidates under `key`, in libbpf's order, to `out`.
+    /// The first node of the list of `key`, in libbpf's order: walk it with
+    /// [`CandTable::next`] (the table must not change in between).
     #[inline]
-    pub fn get_into(&mut self, key: u64, out: &mut Vec<u32>) {
+    pub fn first(&mut self, key: u64) -> u32 {
         let epoch = self.epoch;
-        if let Some(slot) = self.index.get_mut(&key) {
-            sync(&mut self.nodes, slot, epoch);
-            let mut n = slot.head;
-            while n != END {
-                let (id, next) = self.nodes[n as usize];
-                out.push(id);
-                n = next;
+        match self.index.get_mut(&key) {
+            Some(slot) => {
+                sync(&mut self.nodes, slot, epoch);
+                slot.head
             }
+            None => END,
         }
+    }
+
+    /// The candidate at `node` and the node after it, or None past the end.
+    #[inline]
+    pub fn next(&self, node: u32) -> Option<(u32, u32)> {
+        self.nodes.get(node as usize).copied()
+    }
+
+    /// The candidates under `key`, in libbpf's order.
+    #[cfg(test)]
+    fn get(&mut self, key: u64) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut n = self.first(key);
+        while let Some((id, next)) = self.next(n) {
+            out.push(id);
+            n = next;
+        }
+        out
     }
 
     /// Removes the ids `>= first` from the list of `key` (used by the incremental
@@ -132,14 +153,10 @@ mod tests {
                 model.insert(0, id);
             }
             t.add(key, id);
-            let mut got = Vec::new();
-            t.get_into(7, &mut got);
-            assert_eq!(got, model, "after adding {id}");
+            assert_eq!(t.get(7), model, "after adding {id}");
         }
         t.remove_from(7, 100);
-        let mut got = Vec::new();
-        t.get_into(7, &mut got);
         model.retain(|&id| id < 100);
-        assert_eq!(got, model, "after removal");
+        assert_eq!(t.get(7), model, "after removal");
     }
 }

@@ -1,0 +1,138 @@
+//! The end of a batch: its canonical types kept, renumbered in order, with every
+//! reference rewritten to its final id (libbpf's compaction and remapping), and
+//! the kept types as raw BTF.
+
+use super::super::flat::*;
+use super::{invalid, Engine, UNPROCESSED};
+use crate::btf::write::RawWriter;
+use crate::btf::{Endian, KindLayout};
+use crate::dedup::DedupError;
+
+impl Engine {
+    /// Keeps the canonical types of the batch, renumbered in order, with every
+    /// reference rewritten to its final id (libbpf's compaction and remapping).
+    pub(super) fn commit(&mut self, s: u32, e: u32) -> Result<(), DedupError> {
+        let mut new_ids = vec![UNPROCESSED; (e - s) as usize];
+        let mut next = s;
+        for id in s..e {
+            if self.map[id as usize] == id {
+                new_ids[(id - s) as usize] = next;
+                next += 1;
+            }
+        }
+        if self.batch_keys.is_some() {
+            // Where each type of the batch ends up: kept here, or a type kept earlier.
+            self.last_kept.clear();
+            for id in s..e {
+                let x = self.resolve(id);
+                self.last_kept
+                    .push(if x < s { x } else { new_ids[(x - s) as usize] });
+            }
+        }
+        let mut out: Vec<u32> = Vec::new();
+        let mut out_offs: Vec<u32> = Vec::new();
+        for id in s..e {
+            if self.map[id as usize] != id {
+                continue;
+            }
+            let start = out.len();
+            out.extend_from_slice(self.rec(id).words());
+            let mut bad = None;
+            for_each_ref_pos(out[start + 1], |p| {
+                let x = self.resolve(out[start + p]);
+                let y = if x < s { x } else { new_ids[(x - s) as usize] };
+                if y == UNPROCESSED {
+                    bad = Some(x);
+                }
+                out[start + p] = y;
+            });
+            if let Some(x) = bad {
+                return Err(invalid(
+                    id,
+                    format!("refers to type {x}, which has no canonical copy"),
+                ));
+            }
+            // Fewer words than the batch's, whose offsets are `u32`s.
+            #[allow(clippy::cast_possible_truncation)]
+            out_offs.push(out.len() as u32);
+        }
+        let base_len = self.offs[s as usize];
+        self.w.truncate(base_len as usize);
+        self.w.extend_from_slice(&out);
+        self.offs.truncate(s as usize + 1);
+        self.offs.extend(out_offs.iter().map(|o| o + base_len));
+        self.clear_hypot();
+        let incremental = self.batch_keys.is_some();
+        for x in std::mem::take(&mut self.dirty_fixed) {
+            // libbpf never undoes a change to the map: a base FWD (or enum FWD) that a
+            // batch resolved stays resolved, to that type's kept copy, for every later
+            // batch, as for the rest of a one-shot dedup. Kept types, fixed only in
+            // the incremental mode, go back to themselves: the final pass redoes
+            // those resolutions among kept types.
+            let r = self.resolve(x);
+            let to = if r < s { r } else { new_ids[(r - s) as usize] };
+            if incremental && x <= self.base_types && to != x && to != UNPROCESSED {
+                self.map[x as usize] = to;
+                match self.base_resolved.iter_mut().find(|(b, _)| *b == x) {
+                    Some(e) => e.1 = to,
+                    None => self.base_resolved.push((x, to)),
+                }
+            } else {
+                self.map[x as usize] = x;
+            }
+        }
+        self.map.truncate(s as usize);
+        self.map.extend(s..next);
+        self.hypot.truncate(s as usize);
+        self.hypot.resize(next as usize, UNPROCESSED);
+        self.first = next;
+        if let Some(mut keys) = self.batch_keys.take() {
+            keys.sort_unstable();
+            keys.dedup();
+            for &k in &keys {
+                self.table.remove_from(k, s);
+            }
+            keys.clear();
+            self.batch_keys = Some(keys);
+            for id in s..next {
+                self.fix_type(id);
+            }
+        }
+        Ok(())
+    }
+
+    /// The kept types and strings as raw BTF in `endian`, with `header_extra` (zero
+    /// bytes) past the 24-byte header and the input's kind layout section, if any.
+    pub fn to_bytes(
+        &self,
+        endian: Endian,
+        header_extra: &[u8],
+        layout: Option<&[KindLayout]>,
+    ) -> Vec<u8> {
+        self.to_bytes_with_strings(endian, header_extra, layout, self.strs.data())
+    }
+
+    /// [`Engine::to_bytes`] with `strs` as the string section (for verbatim strings,
+    /// the encoder's section).
+    pub fn to_bytes_with_strings(
+        &self,
+        endian: Endian,
+        header_extra: &[u8],
+        layout: Option<&[KindLayout]>,
+        strs: &[u8],
+    ) -> Vec<u8> {
+        let first = self.base_types + 1;
+        let type_words = &self.w[self.offs[first as usize] as usize..];
+        let mut o = RawWriter::new(
+            endian,
+            header_extra,
+            layout,
+            type_words.len() * 4,
+            strs.len(),
+        );
+        for &v in type_words {
+            o.word(v);
+        }
+        o.finish(strs)
+    }
+}

@@ -1,0 +1,295 @@
+//! A batch into the engine, in two steps. [`Preparer::prepare`] does what depends
+//! only on the batch's own types: their records flattened into words, their
+//! references checked, the words holding the batch's own ids noted (to renumber
+//! them later), the types sorted into the passes that look at them, with the hash
+//! of every type whose hash needs no other type (INT, ENUM, ENUM64, FWD, FLOAT,
+//! STRUCT, UNION, and upstream's TYPEDEF; the reference kinds' hashes need their
+//! referenced types' canonical ids). It reads nothing of the engine, so it can run
+//! on any thread, ahead of the dedup. [`Engine::load`] then appends the records,
+//! renumbers, and moves or checks the strings.
+
+use super::super::flat::*;
+use super::hash;
+use super::{fits_u32, invalid, Engine, MAX_ID, UNPROCESSED};
+use crate::btf::{Btf, StrOffset, Type};
+use crate::dedup::{Compat, DedupError, FxHashMap};
+
+/// What [`Preparer::prepare`] needs of a dedup: what never changes with its batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preparer {
+    base_types: u32,
+    compat: Compat,
+}
+
+/// A batch's types of each pass, by index in the batch, in batch order, with the
+/// pass's hash where it needs no other type.
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub(super) struct Passes {
+    /// INT, ENUM, ENUM64, FWD, FLOAT.
+    pub(super) prims: Vec<(u32, u64)>,
+    /// STRUCT, UNION, and upstream's TYPEDEF.
+    pub(super) structs: Vec<(u32, u64)>,
+    /// The rest but VAR and DATASEC (the reference kinds).
+    pub(super) refs: Vec<u32>,
+}
+
+/// A batch flattened and checked by [`Preparer::prepare`], to be added with
+/// `Incremental::add_prepared` (or loaded by the engine).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedBatch {
+    by: Preparer,
+    /// The records, one after another, with the batch's ids as given.
+    words: Vec<u32>,
+    /// End of each record in `words`.
+    ends: Vec<u32>,
+    /// Words holding one of the batch's own ids (past the base's).
+    own_refs: Vec<u32>,
+    passes: Passes,
+    /// VAR and DATASEC, which are never merged.
+    unmerged: Vec<u32>,
+    /// The first type that refers past the batch's last type, and that id.
+    bad_ref: Option<(u32, u32)>,
+    /// The largest string offset of any record (checked against the section's end).
+    max_str: u32,
+}
+
+impl PreparedBatch {
+    /// Number of types.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether the batch has no types.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The record of the batch's `i`-th type.
+    fn rec_words(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.words[start..self.ends[i] as usize]
+    }
+}
+
+impl Preparer {
+    /// Flattens and checks `types`, numbered from the base's last id + 1 (their
+    /// references to each other are those ids), with the hashes that need no other
+    /// type. Errors (a reference past the last type, a string offset past the
+    /// section's end) are reported when the batch is added, in batch order, as if
+    /// the batch had not been prepared apart.
+    pub fn prepare(&self, types: &[Type]) -> PreparedBatch {
+        let base = self.base_types;
+        // More types than ids are caught when the batch is added.
+        let own = u32::try_from(types.len()).unwrap_or(u32::MAX);
+        let last_local = base.saturating_add(own);
+        let n = types.len();
+        let mut words = Vec::with_capacity(types.iter().map(|t| t.record_len() / 4).sum());
+        let mut ends = Vec::with_capacity(n);
+        let mut own_refs = Vec::with_capacity(2 * n);
+        let mut passes = Passes {
+            prims: Vec::with_capacity(n / 4),
+            structs: Vec::with_capacity(n / 4),
+            refs: Vec::with_capacity(n),
+        };
+        let mut unmerged = Vec::new();
+        let mut bad_ref = None;
+        let mut max_str = 0;
+        for (i, t) in (0u32..).zip(types) {
+            let start = words.len();
+            push_type(&mut words, t);
+            let r = &words[start..];
+            let info = r[1];
+            for_each_ref_pos(info, |p| {
+                let x = r[p];
+                if x > last_local {
+                    bad_ref.get_or_insert((i, x));
+                } else if x > base {
+                    // Positions within the batch's words, which BTF keeps below 4 GiB;
+                    // the total is checked when the batch is added.
+                    #[allow(clippy::cast_possible_truncation)]
+                    own_refs.push((start + p) as u32);
+                }
+            });
+            for_each_str_pos(info, |p| max_str = max_str.max(r[p]));
+            let rec = Rec::new(r);
+            if let Some(h) = hash::prim_hash(rec) {
+                passes.prims.push((i, h));
+            } else if let Some(h) = hash::struct_hash(rec, self.compat) {
+                passes.structs.push((i, h));
+            } else if matches!(rec.kind(), K_VAR | K_DATASEC) {
+                unmerged.push(i);
+            } else {
+                passes.refs.push(i);
+            }
+            // As above: checked when added.
+            #[allow(clippy::cast_possible_truncation)]
+            ends.push(words.len() as u32);
+        }
+        PreparedBatch {
+            by: *self,
+            words,
+            ends,
+            own_refs,
+            passes,
+            unmerged,
+            bad_ref,
+            max_str,
+        }
+    }
+}
+
+/// Where a batch's string offsets point.
+#[derive(Clone, Copy)]
+pub(super) enum Strings<'a> {
+    /// Into this BTF's strings: each string is moved into the engine's set.
+    Btf(&'a Btf),
+    /// Into an encoder's section, ending at `str_end`: offsets are kept.
+    Encoded { str_end: u32 },
+}
+
+impl Engine {
+    /// What [`Preparer::prepare`] needs of this engine.
+    pub fn preparer(&self) -> Preparer {
+        Preparer {
+            base_types: self.base_types,
+            compat: self.compat,
+        }
+    }
+
+    /// Appends the prepared batch `p` with ids renumbered from the next free id, and
+    /// its strings moved into our string set (libbpf's `btf_dedup_strings`, in the
+    /// same visiting order) or checked. Returns the batch's first id.
+    pub(super) fn load(
+        &mut self,
+        mut p: PreparedBatch,
+        strings: Strings<'_>,
+    ) -> Result<u32, DedupError> {
+        if p.by != self.preparer() {
+            return Err(DedupError::BaseMismatch);
+        }
+        let first_id = self.base_types + 1;
+        // Type `i` refers past the last type: errors before it come first.
+        let limit = p.bad_ref.map_or(p.len(), |(i, _)| i as usize);
+        match strings {
+            Strings::Encoded { str_end } => {
+                // Offsets below the base's end are the base's; the rest must be
+                // before the section's end.
+                let bound = self.str_start.max(str_end);
+                if p.max_str != 0 && p.max_str >= bound {
+                    if let Some((i, off)) = first_bad_str(&p, limit, bound) {
+                        return Err(DedupError::BadString {
+                            id: first_id + i,
+                            offset: off,
+                        });
+                    }
+                }
+            }
+            Strings::Btf(b) => self.move_strings(&mut p, b, limit)?,
+        }
+        if let Some((i, x)) = p.bad_ref {
+            return Err(invalid(
+                first_id + i,
+                format!("refers to type {x}, past the last type"),
+            ));
+        }
+        let s = self.n_ids();
+        let n = fits_u32(p.len(), s)?;
+        if s.checked_add(n).is_none_or(|e| e > MAX_ID) {
+            return Err(invalid(s, "more types than BTF can hold"));
+        }
+        // Every word offset, the last included, must fit the `u32`s of `offs`.
+        fits_u32(self.w.len() + p.words.len(), s)?;
+        #[allow(clippy::cast_possible_truncation)]
+        let base_len = self.w.len() as u32;
+        let shift = s - first_id;
+        let start = self.w.len();
+        self.w.extend_from_slice(&p.words);
+        if shift != 0 {
+            for &pos in &p.own_refs {
+                self.w[start + pos as usize] += shift;
+            }
+        }
+        self.offs.extend(p.ends.iter().map(|e| e + base_len));
+        self.map.resize((s + n) as usize, UNPROCESSED);
+        for &i in &p.unmerged {
+            self.map[(s + i) as usize] = s + i;
+        }
+        self.hypot.resize((s + n) as usize, UNPROCESSED);
+        self.passes = p.passes;
+        Ok(s)
+    }
+
+    /// Moves the strings of `p`'s first `limit` records from `b`'s section into
+    /// ours (the base's copy of a string if it has one), and rehashes the types
+    /// whose hash covers names.
+    fn move_strings(
+        &mut self,
+        p: &mut PreparedBatch,
+        b: &Btf,
+        limit: usize,
+    ) -> Result<(), DedupError> {
+        let first_id = self.base_types + 1;
+        // Most string offsets recur within a batch (member names).
+        let mut memo: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut start = 0;
+        for i in 0..limit {
+            let end = p.ends[i] as usize;
+            let r = &mut p.words[start..end];
+            start = end;
+            let mut bad = None;
+            for_each_str_pos(r[1], |pos| {
+                let off = r[pos];
+                if off == 0 || off < self.str_start || bad.is_some() {
+                    return;
+                }
+                if let Some(&o) = memo.get(&off) {
+                    r[pos] = o;
+                    return;
+                }
+                match b.str_bytes(StrOffset(off)) {
+                    Some(bytes) => {
+                        let o = match self.base_strs.as_ref().and_then(|s| s.find(bytes)) {
+                            Some(o) => o,
+                            None => self.str_start + self.strs.add(bytes),
+                        };
+                        memo.insert(off, o);
+                        r[pos] = o;
+                    }
+                    None => bad = Some(off),
+                }
+            });
+            if let Some(off) = bad {
+                return Err(DedupError::BadString {
+                    // `i` is below the batch's length, a `u32` (see `prepare`).
+                    #[allow(clippy::cast_possible_truncation)]
+                    id: first_id + i as u32,
+                    offset: off,
+                });
+            }
+        }
+        let mut passes = std::mem::take(&mut p.passes);
+        for (i, h) in passes.prims.iter_mut() {
+            *h = hash::prim_hash(Rec::new(p.rec_words(*i as usize))).expect("a prim kind");
+        }
+        for (i, h) in passes.structs.iter_mut() {
+            let r = Rec::new(p.rec_words(*i as usize));
+            *h = hash::struct_hash(r, self.compat).expect("a struct kind");
+        }
+        p.passes = passes;
+        Ok(())
+    }
+}
+
+/// The first of `p`'s first `limit` types with a string offset at or past `bound`.
+fn first_bad_str(p: &PreparedBatch, limit: usize, bound: u32) -> Option<(u32, u32)> {
+    (0u32..).zip(0..limit).find_map(|(i, j)| {
+        let r = p.rec_words(j);
+        let mut bad = None;
+        for_each_str_pos(r[1], |pos| {
+            if r[pos] != 0 && r[pos] >= bound && bad.is_none() {
+                bad = Some(r[pos]);
+            }
+        });
+        bad.map(|off| (i, off))
+    })
+}
