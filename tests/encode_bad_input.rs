@@ -25,6 +25,19 @@ fn gcc(flags: &[&str], src: &Path, obj: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// `source` written to `NAME.c` and compiled by gcc with `flags` into `NAME.o`: both
+/// paths (None, after a skip, without gcc).
+fn compiled(name: &str, source: &str, flags: &[&str]) -> Option<(PathBuf, PathBuf)> {
+    let src = tmp(&format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let obj = tmp(&format!("{name}.o"));
+    if !gcc(flags, &src, &obj) {
+        skip("gcc");
+        return None;
+    }
+    Some((src, obj))
+}
+
 fn expect_failure(input: &Path, what: &str) {
     let out_file = tmp(&format!(
         "{}.btf",
@@ -75,13 +88,9 @@ fn missing_file() {
 /// An object compiled without -g, and the same object truncated.
 #[test]
 fn no_dwarf_and_truncated() {
-    let src = tmp("nodwarf.c");
-    std::fs::write(&src, "int f(int x) { return x + 1; }\n").unwrap();
-    let obj = tmp("nodwarf.o");
-    if !gcc(&["-O2"], &src, &obj) {
-        skip("gcc");
+    let Some((src, obj)) = compiled("nodwarf", "int f(int x) { return x + 1; }\n", &["-O2"]) else {
         return;
-    }
+    };
     expect_failure(&obj, "no DWARF");
 
     let dbg = tmp("dwarf.o");
@@ -105,13 +114,9 @@ fn no_dwarf_and_truncated() {
 /// Garbage in `.debug_info` gives an error naming the file, not a panic.
 #[test]
 fn corrupt_debug_info() {
-    let src = tmp("corrupt.c");
-    std::fs::write(&src, "struct s { int a; long b; } v;\n").unwrap();
-    let obj = tmp("corrupt.o");
-    if !gcc(&["-g"], &src, &obj) {
-        skip("gcc");
+    let Some((_, obj)) = compiled("corrupt", "struct s { int a; long b; } v;\n", &["-g"]) else {
         return;
-    }
+    };
     // A valid DWARF 5 unit header (64 bytes long) followed by DIEs whose
     // abbreviation codes do not exist.
     let mut unit = vec![0x40, 0, 0, 0, 5, 0, 1, 8, 0, 0, 0, 0];

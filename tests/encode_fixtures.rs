@@ -10,7 +10,7 @@
 mod common;
 use common::skip;
 
-use dwarf2btf::btf::{Btf, TypeId, TypeKind};
+use dwarf2btf::btf::{Btf, StrOffset, TypeId, TypeKind};
 use dwarf2btf::encode::Features;
 use dwarf2btf::pipeline::{encode_file, Options};
 use std::collections::BTreeSet;
@@ -137,34 +137,19 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
             signed,
             values,
         } => {
-            if named && !top {
-                return format!("enum '{n}'");
-            }
-            let v: Vec<String> = values
+            let v: Vec<_> = values
                 .iter()
-                .map(|v| format!("{}={:#x}", btf.str_at(v.name), v.value))
+                .map(|v| (v.name, u64::from(v.value)))
                 .collect();
-            format!(
-                "enum '{n}' size={size} signed={signed} {{{}}}",
-                v.join(", ")
-            )
+            enum_line("enum", &n, named && !top, *size, *signed, &v, btf)
         }
         TypeKind::Enum64 {
             size,
             signed,
             values,
         } => {
-            if named && !top {
-                return format!("enum64 '{n}'");
-            }
-            let v: Vec<String> = values
-                .iter()
-                .map(|v| format!("{}={:#x}", btf.str_at(v.name), v.value))
-                .collect();
-            format!(
-                "enum64 '{n}' size={size} signed={signed} {{{}}}",
-                v.join(", ")
-            )
+            let v: Vec<_> = values.iter().map(|v| (v.name, v.value)).collect();
+            enum_line("enum64", &n, named && !top, *size, *signed, &v, btf)
         }
         TypeKind::FuncProto { ret, params } => {
             let p: Vec<String> = params
@@ -184,6 +169,29 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
         ),
         other => format!("{:?}", other.kind()),
     }
+}
+
+/// An ENUM or ENUM64 (`kw`) as `show` writes it: by name only when `by_name`.
+fn enum_line(
+    kw: &str,
+    n: &str,
+    by_name: bool,
+    size: u32,
+    signed: bool,
+    values: &[(StrOffset, u64)],
+    btf: &Btf,
+) -> String {
+    if by_name {
+        return format!("{kw} '{n}'");
+    }
+    let v: Vec<String> = values
+        .iter()
+        .map(|(name, value)| format!("{}={value:#x}", btf.str_at(*name)))
+        .collect();
+    format!(
+        "{kw} '{n}' size={size} signed={signed} {{{}}}",
+        v.join(", ")
+    )
 }
 
 /// Every named type (and every decl tag) of `btf`, one line each, sorted.
