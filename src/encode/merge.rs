@@ -229,6 +229,14 @@ fn types_match(btf: &Btf, a: TypeId, b: TypeId) -> bool {
             return false;
         }
         let names = || ta.name == tb.name || btf.str_bytes(ta.name) == btf.str_bytes(tb.name);
+        if let (Some((x, n1)), Some((y, n2))) = (array_shape(&ta.kind), array_shape(&tb.kind)) {
+            if n1 != n2 {
+                return false;
+            }
+            a = x;
+            b = y;
+            continue;
+        }
         match (&ta.kind, &tb.kind) {
             (
                 TypeKind::Int {
@@ -265,24 +273,6 @@ fn types_match(btf: &Btf, a: TypeId, b: TypeId) -> bool {
                 b = *y;
             }
             (
-                TypeKind::Array {
-                    elem_type: x,
-                    nelems: n1,
-                    ..
-                },
-                TypeKind::Array {
-                    elem_type: y,
-                    nelems: n2,
-                    ..
-                },
-            ) => {
-                if n1 != n2 {
-                    return false;
-                }
-                a = *x;
-                b = *y;
-            }
-            (
                 TypeKind::FuncProto {
                     ret: r1,
                     params: p1,
@@ -301,6 +291,16 @@ fn types_match(btf: &Btf, a: TypeId, b: TypeId) -> bool {
             }
             _ => return false,
         }
+    }
+}
+
+/// An array's element type and element count.
+fn array_shape(k: &TypeKind) -> Option<(TypeId, u32)> {
+    match k {
+        TypeKind::Array {
+            elem_type, nelems, ..
+        } => Some((*elem_type, *nelems)),
+        _ => None,
     }
 }
 
