@@ -121,28 +121,29 @@ fn pahole_args(version: Option<u32>, jobs: usize, input: &Path, out: &Path) -> V
     a
 }
 
-/// From `--time`'s report on stderr: the run's CPU and the ordered stage's busy time
-/// (the lines `total … s CPU` and `ordered stage … s busy`).
+/// From `--time`'s report on stderr: the token holder's CPU time in the in-order
+/// merge (the serial part, the line `merge units in order … s CPU`) and the run's
+/// CPU time (the line `total … s CPU`).
 fn serial_share(ours: &Path, args: &[String]) -> Option<(f64, f64)> {
     let out = Command::new(ours).args(args).arg("--time").output().ok()?;
     let err = String::from_utf8_lossy(&out.stderr);
-    let seconds_before = |line: &str, unit: &str| -> Option<f64> {
+    // The figure just before "s CPU" on a line.
+    let cpu_of = |line: &str| -> Option<f64> {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let at = words.windows(2).position(|w| w[1] == unit)?;
+        let at = words
+            .windows(3)
+            .position(|w| w[1] == "s" && w[2].starts_with("CPU"))?;
         words[at].parse().ok()
     };
-    let mut total_cpu = None;
-    let mut ordered = None;
-    for line in err.lines() {
-        let l = line.trim_start();
-        if l.starts_with("total") {
-            let cpu_at = l.find("wall,")?;
-            total_cpu = seconds_before(&l[cpu_at..], "s");
-        } else if l.starts_with("ordered stage") {
-            ordered = seconds_before(l, "s");
-        }
-    }
-    Some((ordered?, total_cpu?))
+    let line = |start: &str| {
+        err.lines()
+            .map(str::trim_start)
+            .find(|l| l.starts_with(start))
+    };
+    Some((
+        cpu_of(line("merge units in order")?)?,
+        cpu_of(line("total")?)?,
+    ))
 }
 
 fn main() {
@@ -241,8 +242,8 @@ fn main() {
         ratio("peak RSS 4× .debug_info / 1× (-j2)", kb(&f) / kb(j2), 1.15);
     }
     match serial_share(&ours, &kernel_args(1, &vmlinux, &out)) {
-        Some((ordered, cpu)) => ratio("ordered stage busy / CPU, -j1", ordered / cpu, 0.3),
-        None => println!("(--time gave no ordered-stage line)"),
+        Some((ordered, cpu)) => ratio("in-order merge CPU / run CPU, -j1", ordered / cpu, 0.3),
+        None => println!("(--time gave no in-order merge line)"),
     }
     if std::env::var_os("BENCH_NO_LTO").is_none() {
         lto(&ours, &dir, runs);

@@ -1,9 +1,11 @@
 //! `--time` (as the wild linker has it): where one run's time goes, printed on stderr
-//! when it ends. Phases on the main thread are timed by their wall clock; the work
-//! spread over threads (parsing on the workers, encoding on the token holder, the
-//! dedup stage) by its busy time: the wall clock inside each call, summed, which is
-//! the CPU time it took unless the machine was short of CPUs. The run's CPU time is
-//! the process's own (user + system, from `/proc/self/stat`).
+//! when it ends. Phases on the main thread are timed by their wall clock and the
+//! process's CPU time meanwhile (all threads); the work spread over threads (parsing
+//! and encoding on the workers, the in-order merge on the token holder, its dedup)
+//! by its busy time — the wall clock inside each call, summed — and by the CPU time
+//! of the calling thread inside each call (`/proc/thread-self/schedstat`), which
+//! stays true on a machine short of CPUs. The run's CPU time is the process's own
+//! (user + system, from `/proc/self/stat`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -30,8 +32,9 @@ const BUSY: [(Busy, &str); 3] = [
 #[derive(Debug)]
 pub struct Timings {
     start: Instant,
-    phases: Mutex<Vec<(&'static str, Duration)>>,
+    phases: Mutex<Vec<(&'static str, Duration, Option<f64>)>>,
     busy_ns: [AtomicU64; 3],
+    cpu_ns: [AtomicU64; 3],
 }
 
 impl Default for Timings {
@@ -47,27 +50,34 @@ impl Timings {
             start: Instant::now(),
             phases: Mutex::new(Vec::new()),
             busy_ns: Default::default(),
+            cpu_ns: Default::default(),
         }
     }
 
-    /// Runs `f` as the phase `name` and records its wall time.
+    /// Runs `f` as the phase `name` and records its wall time and the process's CPU
+    /// time meanwhile.
     pub fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), process_cpu_seconds());
         let r = f();
         let took = t.elapsed();
+        let cpu = cpu.zip(process_cpu_seconds()).map(|(a, b)| b - a);
         self.phases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((name, took));
+            .push((name, took, cpu));
         r
     }
 
-    /// Runs `f` and adds its wall time to the busy time of `work`.
+    /// Runs `f` and adds its wall time and the thread's CPU time inside it to the busy
+    /// time of `work`.
     pub fn busy<R>(&self, work: Busy, f: impl FnOnce() -> R) -> R {
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), thread_cpu_ns());
         let r = f();
         let ns = u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.busy_ns[work as usize].fetch_add(ns, Ordering::Relaxed);
+        if let (Some(a), Some(b)) = (cpu, thread_cpu_ns()) {
+            self.cpu_ns[work as usize].fetch_add(b.saturating_sub(a), Ordering::Relaxed);
+        }
         r
     }
 
@@ -80,17 +90,24 @@ impl Timings {
             .phases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (name, took) in phases.iter() {
-            out += &format!("  {name:<40} {:>8.3} s wall\n", took.as_secs_f64());
+        for (name, took, cpu) in phases.iter() {
+            out += &format!("  {name:<40} {:>8.3} s wall", took.as_secs_f64());
+            if let Some(cpu) = cpu {
+                out += &format!(", {cpu:>7.2} s CPU");
+            }
+            out.push('\n');
         }
         for (work, name) in BUSY {
             let ns = self.busy_ns[work as usize].load(Ordering::Relaxed);
             if ns > 0 {
-                let s = ns as f64 / 1e9;
-                out += &format!("  {name:<40} {s:>8.3} s busy\n");
+                let cpu = seconds(self.cpu_ns[work as usize].load(Ordering::Relaxed));
+                out += &format!(
+                    "  {name:<40} {:>8.3} s busy, {cpu:>7.3} s CPU\n",
+                    seconds(ns)
+                );
             }
         }
-        out += "  (busy: wall time inside the calls, summed over threads)\n";
+        out += "  (busy: wall time inside the calls, summed over threads; CPU: the\n   calling threads' CPU time inside them)\n";
         out += &format!("  {:<40} {total:>8.3} s wall", "total");
         if let Some(cpu) = process_cpu_seconds() {
             out += &format!(", {cpu:.3} s CPU (user + system)");
@@ -98,6 +115,19 @@ impl Timings {
         out.push('\n');
         out
     }
+}
+
+/// Nanoseconds as seconds, for the report.
+#[allow(clippy::cast_precision_loss)] // a run's nanoseconds stay far below 2^52
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// The calling thread's CPU time so far, in nanoseconds (the first field of
+/// `/proc/thread-self/schedstat`).
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
 }
 
 /// The process's user + system CPU time so far, from `/proc/self/stat` (fields 14
