@@ -79,8 +79,69 @@ impl<'i> Cur<'i> {
         self.uint(n)
     }
 
+    /// The next `N` bytes.
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let end = self.pos.wrapping_add(N);
+        let b: [u8; N] = self
+            .buf
+            .get(self.pos..end)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(eof)?;
+        self.pos = end;
+        Ok(b)
+    }
+
+    /// One byte.
+    #[inline]
+    pub(super) fn u8(&mut self) -> Result<u8> {
+        let &b = self.buf.get(self.pos).ok_or_else(eof)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    /// A 2-byte unsigned integer in the unit's byte order.
+    #[inline]
+    pub(super) fn u16(&mut self) -> Result<u16> {
+        let b = self.array()?;
+        Ok(if self.little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
+    }
+
+    /// A 4-byte unsigned integer in the unit's byte order.
+    #[inline]
+    pub(super) fn u32(&mut self) -> Result<u32> {
+        let b = self.array()?;
+        Ok(if self.little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    }
+
+    /// An 8-byte unsigned integer in the unit's byte order.
+    #[inline]
+    pub(super) fn u64(&mut self) -> Result<u64> {
+        let b = self.array()?;
+        Ok(if self.little {
+            u64::from_le_bytes(b)
+        } else {
+            u64::from_be_bytes(b)
+        })
+    }
+
     #[inline]
     fn uint(&mut self, n: usize) -> Result<u64> {
+        match n {
+            1 => return self.u8().map(u64::from),
+            2 => return self.u16().map(u64::from),
+            4 => return self.u32().map(u64::from),
+            8 => return self.u64(),
+            _ => {}
+        }
         let b = self.take(n)?;
         let mut v = 0u64;
         if self.little {
@@ -98,6 +159,13 @@ impl<'i> Cur<'i> {
     /// An unsigned LEB128.
     #[inline]
     pub fn uleb(&mut self) -> Result<u64> {
+        // Most values (abbreviation codes, small constants) fit one byte.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b & 0x80 == 0 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
         self.leb().map(|(v, _)| v)
     }
 
@@ -308,6 +376,7 @@ impl<'i> UnitEnc<'i> {
     }
 
     /// Decodes one attribute.
+    #[inline(never)]
     pub fn read(&self, c: &mut Cur<'i>, form: DwForm, implicit: i64) -> Result<Val<'i>> {
         Ok(match form {
             DW_FORM_data1 | DW_FORM_flag => Val::U(c.uint(1)?),
@@ -380,7 +449,7 @@ impl<'i> UnitEnc<'i> {
     /// unit's end is an error (libdw would not find the DIE, and pahole would read
     /// the type as void: we refuse rather than encode a type the input lacks).
     #[inline]
-    fn local(&self, o: u64) -> Result<Val<'i>> {
+    pub(super) fn local(&self, o: u64) -> Result<Val<'i>> {
         if o >= self.unit_len {
             return Err(DwarfErrorKind::BadReference(o));
         }
@@ -400,84 +469,6 @@ impl<'i> UnitEnc<'i> {
         c.skip(at).map_err(|_| DwarfErrorKind::BadStrIndex(i))?;
         let off = c.uint(self.offset_size as usize)?;
         str_at(self.debug_str, off)
-    }
-}
-
-/// One step of reading a DIE's attributes.
-#[derive(Clone, Copy, Debug)]
-pub enum Op {
-    /// Skip this many bytes (a run of fixed-size attributes).
-    Skip(u32),
-    /// Skip one attribute of a variable-size form.
-    SkipForm(DwForm),
-    /// Decode one attribute: name, form, implicit constant.
-    Read(DwAt, DwForm, i64),
-}
-
-/// One abbreviation, ready for the hot loop.
-pub struct Plan {
-    /// The DIE tag.
-    pub tag: DwTag,
-    /// Whether children follow.
-    pub has_children: bool,
-    /// Total size when every form is fixed-size: such DIEs are skipped in one step.
-    pub fixed: Option<u32>,
-    /// The steps to skip the whole DIE.
-    pub skip_ops: Box<[Op]>,
-    /// The steps to read the attributes `needed` selects and skip the others.
-    pub read_ops: Box<[Op]>,
-}
-
-impl Plan {
-    /// The plan for a gimli abbreviation; `needed` selects the attributes to decode.
-    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
-        let specs: Vec<(DwAt, DwForm, i64)> = a
-            .attributes()
-            .iter()
-            .map(|s| (s.name(), s.form(), s.implicit_const_value().unwrap_or(0)))
-            .collect();
-        let fixed = specs
-            .iter()
-            .try_fold(0u32, |n, s| enc.fixed_size(s.1).map(|k| n + k as u32));
-        let ops = |read: fn(DwAt) -> bool| -> Box<[Op]> {
-            let mut out: Vec<Op> = Vec::with_capacity(specs.len());
-            for &(name, form, implicit) in &specs {
-                if read(name) {
-                    out.push(Op::Read(name, form, implicit));
-                    continue;
-                }
-                match (enc.fixed_size(form), out.last_mut()) {
-                    (Some(0), _) => {}
-                    (Some(n), Some(Op::Skip(k))) => *k += n as u32,
-                    (Some(n), _) => out.push(Op::Skip(n as u32)),
-                    (None, _) => out.push(Op::SkipForm(form)),
-                }
-            }
-            out.into_boxed_slice()
-        };
-        Plan {
-            tag: a.tag(),
-            has_children: a.has_children(),
-            fixed,
-            skip_ops: ops(|_| false),
-            read_ops: ops(needed),
-        }
-    }
-
-    /// Skips all attributes of a DIE with this plan.
-    #[inline]
-    pub fn skip_all<'i>(&self, enc: &UnitEnc<'i>, c: &mut Cur<'i>) -> Result<()> {
-        if let Some(n) = self.fixed {
-            return c.skip(n as usize);
-        }
-        for op in self.skip_ops.iter() {
-            match *op {
-                Op::Skip(n) => c.skip(n as usize)?,
-                Op::SkipForm(form) => enc.skip(c, form)?,
-                Op::Read(_, form, _) => enc.skip(c, form)?,
-            }
-        }
-        Ok(())
     }
 }
 
