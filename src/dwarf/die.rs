@@ -20,11 +20,12 @@ fn eof() -> DieError {
     DwarfErrorKind::Truncated
 }
 
-/// A cursor over bytes with the unit's byte order.
+/// A cursor over bytes with the unit's byte order: the bytes not read yet, so that
+/// each read checks one length.
 #[derive(Clone, Copy)]
 pub struct Cur<'i> {
-    buf: &'i [u8],
-    pos: usize,
+    rest: &'i [u8],
+    len: usize,
     little: bool,
 }
 
@@ -32,8 +33,8 @@ impl<'i> Cur<'i> {
     /// A cursor at the start of `buf`.
     pub fn new(buf: &'i [u8], little: bool) -> Cur<'i> {
         Cur {
-            buf,
-            pos: 0,
+            rest: buf,
+            len: buf.len(),
             little,
         }
     }
@@ -41,24 +42,22 @@ impl<'i> Cur<'i> {
     /// Current position.
     #[inline]
     pub fn pos(&self) -> usize {
-        self.pos
+        self.len - self.rest.len()
     }
 
     /// Whether all bytes are read.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.pos >= self.buf.len()
+        self.rest.is_empty()
     }
 
     #[inline]
     fn take(&mut self, n: usize) -> Result<&'i [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or_else(eof)?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
+        if n > self.rest.len() {
+            return Err(eof());
+        }
+        let (s, rest) = self.rest.split_at(n);
+        self.rest = rest;
         Ok(s)
     }
 
@@ -73,30 +72,19 @@ impl<'i> Cur<'i> {
         self.take(n).map(|_| ())
     }
 
-    /// An unsigned integer of `n` bytes in the unit's byte order.
-    #[inline]
-    pub fn read_uint(&mut self, n: usize) -> Result<u64> {
-        self.uint(n)
-    }
-
     /// The next `N` bytes.
     #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let end = self.pos.wrapping_add(N);
-        let b: [u8; N] = self
-            .buf
-            .get(self.pos..end)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(eof)?;
-        self.pos = end;
+        let (&b, rest) = self.rest.split_first_chunk::<N>().ok_or_else(eof)?;
+        self.rest = rest;
         Ok(b)
     }
 
     /// One byte.
     #[inline]
     pub(super) fn u8(&mut self) -> Result<u8> {
-        let &b = self.buf.get(self.pos).ok_or_else(eof)?;
-        self.pos += 1;
+        let (&b, rest) = self.rest.split_first().ok_or_else(eof)?;
+        self.rest = rest;
         Ok(b)
     }
 
@@ -133,6 +121,12 @@ impl<'i> Cur<'i> {
         })
     }
 
+    /// An unsigned integer of `n` bytes in the unit's byte order.
+    #[inline]
+    pub fn read_uint(&mut self, n: usize) -> Result<u64> {
+        self.uint(n)
+    }
+
     #[inline]
     fn uint(&mut self, n: usize) -> Result<u64> {
         match n {
@@ -160,9 +154,9 @@ impl<'i> Cur<'i> {
     #[inline]
     pub fn uleb(&mut self) -> Result<u64> {
         // Most values (abbreviation codes, small constants) fit one byte.
-        if let Some(&b) = self.buf.get(self.pos) {
+        if let Some((&b, rest)) = self.rest.split_first() {
             if b & 0x80 == 0 {
-                self.pos += 1;
+                self.rest = rest;
                 return Ok(u64::from(b));
             }
         }
@@ -187,8 +181,7 @@ impl<'i> Cur<'i> {
         let mut v = 0u64;
         let mut shift = 0u32;
         loop {
-            let &b = self.buf.get(self.pos).ok_or_else(eof)?;
-            self.pos += 1;
+            let b = self.u8()?;
             if shift < 64 {
                 v |= ((b & 0x7f) as u64) << shift;
             }
@@ -214,9 +207,9 @@ impl<'i> Cur<'i> {
     /// A NUL-terminated string (without the NUL).
     #[inline]
     fn cstr(&mut self) -> Result<&'i [u8]> {
-        let rest = &self.buf[self.pos.min(self.buf.len())..];
+        let rest = self.rest;
         let n = rest.iter().position(|&b| b == 0).ok_or_else(eof)?;
-        self.pos += n + 1;
+        self.rest = &rest[n + 1..];
         Ok(&rest[..n])
     }
 }
