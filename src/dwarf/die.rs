@@ -88,37 +88,29 @@ impl<'i> Cur<'i> {
         Ok(b)
     }
 
+    /// The next `N` bytes as a number in the unit's byte order (`le` or `be`).
+    #[inline]
+    fn num<const N: usize, T>(&mut self, le: fn([u8; N]) -> T, be: fn([u8; N]) -> T) -> Result<T> {
+        let b = self.array()?;
+        Ok(if self.little { le(b) } else { be(b) })
+    }
+
     /// A 2-byte unsigned integer in the unit's byte order.
     #[inline]
     pub(super) fn u16(&mut self) -> Result<u16> {
-        let b = self.array()?;
-        Ok(if self.little {
-            u16::from_le_bytes(b)
-        } else {
-            u16::from_be_bytes(b)
-        })
+        self.num(u16::from_le_bytes, u16::from_be_bytes)
     }
 
     /// A 4-byte unsigned integer in the unit's byte order.
     #[inline]
     pub(super) fn u32(&mut self) -> Result<u32> {
-        let b = self.array()?;
-        Ok(if self.little {
-            u32::from_le_bytes(b)
-        } else {
-            u32::from_be_bytes(b)
-        })
+        self.num(u32::from_le_bytes, u32::from_be_bytes)
     }
 
     /// An 8-byte unsigned integer in the unit's byte order.
     #[inline]
     pub(super) fn u64(&mut self) -> Result<u64> {
-        let b = self.array()?;
-        Ok(if self.little {
-            u64::from_le_bytes(b)
-        } else {
-            u64::from_be_bytes(b)
-        })
+        self.num(u64::from_le_bytes, u64::from_be_bytes)
     }
 
     /// An unsigned integer of `n` bytes in the unit's byte order.
