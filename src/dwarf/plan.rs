@@ -252,3 +252,65 @@ impl<'u> Plans<'u> {
         Ok(Plan::new(a, enc, super::attrs::is_needed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(little: bool, offset_size: u8) -> UnitEnc<'static> {
+        UnitEnc {
+            little,
+            offset_size,
+            addr_size: 8,
+            version: 5,
+            debug_str: b"int\0long\0",
+            line_str: b"a.c\0",
+            str_offsets: &[],
+            str_offsets_base: 0,
+            place: Default::default(),
+            unit_len: 0x1000,
+        }
+    }
+
+    /// Each resolved form decodes what `UnitEnc::read` decodes for its form, in
+    /// either byte order, and fails as it does on truncated input.
+    #[test]
+    fn fast_forms_read_as_the_general_reader() {
+        let bytes = [0x04, 0x00, 0x00, 0x00, 0x85, 0x7f, 0x01, 0x02, 0x03, 0x04];
+        let forms = [
+            DW_FORM_data1,
+            DW_FORM_flag,
+            DW_FORM_data2,
+            DW_FORM_data4,
+            DW_FORM_data8,
+            DW_FORM_sec_offset,
+            DW_FORM_udata,
+            DW_FORM_sdata,
+            DW_FORM_implicit_const,
+            DW_FORM_flag_present,
+            DW_FORM_ref4,
+            DW_FORM_strp,
+            DW_FORM_line_strp,
+            DW_FORM_ref1,
+        ];
+        for little in [true, false] {
+            for offset_size in [4, 8] {
+                let e = enc(little, offset_size);
+                for form in forms {
+                    for len in 0..=bytes.len() {
+                        let (mut a, mut b) = (
+                            Cur::new(&bytes[..len], little),
+                            Cur::new(&bytes[..len], little),
+                        );
+                        let slow = e.read(&mut a, form, -3);
+                        let fast = e.read_fast(&mut b, Fast::of(form, &e), -3);
+                        assert_eq!(format!("{slow:?}"), format!("{fast:?}"), "{form} {len}");
+                        if slow.is_ok() {
+                            assert_eq!(a.pos(), b.pos(), "{form}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
