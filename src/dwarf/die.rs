@@ -20,11 +20,12 @@ fn eof() -> DieError {
     DwarfErrorKind::Truncated
 }
 
-/// A cursor over bytes with the unit's byte order.
+/// A cursor over bytes with the unit's byte order: the bytes not read yet, so that
+/// each read checks one length.
 #[derive(Clone, Copy)]
 pub struct Cur<'i> {
-    buf: &'i [u8],
-    pos: usize,
+    rest: &'i [u8],
+    len: usize,
     little: bool,
 }
 
@@ -32,8 +33,8 @@ impl<'i> Cur<'i> {
     /// A cursor at the start of `buf`.
     pub fn new(buf: &'i [u8], little: bool) -> Cur<'i> {
         Cur {
-            buf,
-            pos: 0,
+            rest: buf,
+            len: buf.len(),
             little,
         }
     }
@@ -41,24 +42,22 @@ impl<'i> Cur<'i> {
     /// Current position.
     #[inline]
     pub fn pos(&self) -> usize {
-        self.pos
+        self.len - self.rest.len()
     }
 
     /// Whether all bytes are read.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.pos >= self.buf.len()
+        self.rest.is_empty()
     }
 
     #[inline]
     fn take(&mut self, n: usize) -> Result<&'i [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or_else(eof)?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
+        if n > self.rest.len() {
+            return Err(eof());
+        }
+        let (s, rest) = self.rest.split_at(n);
+        self.rest = rest;
         Ok(s)
     }
 
@@ -73,6 +72,47 @@ impl<'i> Cur<'i> {
         self.take(n).map(|_| ())
     }
 
+    /// The next `N` bytes.
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let (&b, rest) = self.rest.split_first_chunk::<N>().ok_or_else(eof)?;
+        self.rest = rest;
+        Ok(b)
+    }
+
+    /// One byte.
+    #[inline]
+    pub(super) fn u8(&mut self) -> Result<u8> {
+        let (&b, rest) = self.rest.split_first().ok_or_else(eof)?;
+        self.rest = rest;
+        Ok(b)
+    }
+
+    /// The next `N` bytes as a number in the unit's byte order (`le` or `be`).
+    #[inline]
+    fn num<const N: usize, T>(&mut self, le: fn([u8; N]) -> T, be: fn([u8; N]) -> T) -> Result<T> {
+        let b = self.array()?;
+        Ok(if self.little { le(b) } else { be(b) })
+    }
+
+    /// A 2-byte unsigned integer in the unit's byte order.
+    #[inline]
+    pub(super) fn u16(&mut self) -> Result<u16> {
+        self.num(u16::from_le_bytes, u16::from_be_bytes)
+    }
+
+    /// A 4-byte unsigned integer in the unit's byte order.
+    #[inline]
+    pub(super) fn u32(&mut self) -> Result<u32> {
+        self.num(u32::from_le_bytes, u32::from_be_bytes)
+    }
+
+    /// An 8-byte unsigned integer in the unit's byte order.
+    #[inline]
+    pub(super) fn u64(&mut self) -> Result<u64> {
+        self.num(u64::from_le_bytes, u64::from_be_bytes)
+    }
+
     /// An unsigned integer of `n` bytes in the unit's byte order.
     #[inline]
     pub fn read_uint(&mut self, n: usize) -> Result<u64> {
@@ -81,6 +121,13 @@ impl<'i> Cur<'i> {
 
     #[inline]
     fn uint(&mut self, n: usize) -> Result<u64> {
+        match n {
+            1 => return self.u8().map(u64::from),
+            2 => return self.u16().map(u64::from),
+            4 => return self.u32().map(u64::from),
+            8 => return self.u64(),
+            _ => {}
+        }
         let b = self.take(n)?;
         let mut v = 0u64;
         if self.little {
@@ -98,6 +145,13 @@ impl<'i> Cur<'i> {
     /// An unsigned LEB128.
     #[inline]
     pub fn uleb(&mut self) -> Result<u64> {
+        // Most values (abbreviation codes, small constants) fit one byte.
+        if let Some((&b, rest)) = self.rest.split_first() {
+            if b & 0x80 == 0 {
+                self.rest = rest;
+                return Ok(u64::from(b));
+            }
+        }
         self.leb().map(|(v, _)| v)
     }
 
@@ -119,8 +173,7 @@ impl<'i> Cur<'i> {
         let mut v = 0u64;
         let mut shift = 0u32;
         loop {
-            let &b = self.buf.get(self.pos).ok_or_else(eof)?;
-            self.pos += 1;
+            let b = self.u8()?;
             if shift < 64 {
                 v |= ((b & 0x7f) as u64) << shift;
             }
@@ -146,9 +199,9 @@ impl<'i> Cur<'i> {
     /// A NUL-terminated string (without the NUL).
     #[inline]
     fn cstr(&mut self) -> Result<&'i [u8]> {
-        let rest = &self.buf[self.pos.min(self.buf.len())..];
+        let rest = self.rest;
         let n = rest.iter().position(|&b| b == 0).ok_or_else(eof)?;
-        self.pos += n + 1;
+        self.rest = &rest[n + 1..];
         Ok(&rest[..n])
     }
 }
@@ -308,6 +361,7 @@ impl<'i> UnitEnc<'i> {
     }
 
     /// Decodes one attribute.
+    #[inline(never)]
     pub fn read(&self, c: &mut Cur<'i>, form: DwForm, implicit: i64) -> Result<Val<'i>> {
         Ok(match form {
             DW_FORM_data1 | DW_FORM_flag => Val::U(c.uint(1)?),
@@ -380,7 +434,7 @@ impl<'i> UnitEnc<'i> {
     /// unit's end is an error (libdw would not find the DIE, and pahole would read
     /// the type as void: we refuse rather than encode a type the input lacks).
     #[inline]
-    fn local(&self, o: u64) -> Result<Val<'i>> {
+    pub(super) fn local(&self, o: u64) -> Result<Val<'i>> {
         if o >= self.unit_len {
             return Err(DwarfErrorKind::BadReference(o));
         }
@@ -400,84 +454,6 @@ impl<'i> UnitEnc<'i> {
         c.skip(at).map_err(|_| DwarfErrorKind::BadStrIndex(i))?;
         let off = c.uint(self.offset_size as usize)?;
         str_at(self.debug_str, off)
-    }
-}
-
-/// One step of reading a DIE's attributes.
-#[derive(Clone, Copy, Debug)]
-pub enum Op {
-    /// Skip this many bytes (a run of fixed-size attributes).
-    Skip(u32),
-    /// Skip one attribute of a variable-size form.
-    SkipForm(DwForm),
-    /// Decode one attribute: name, form, implicit constant.
-    Read(DwAt, DwForm, i64),
-}
-
-/// One abbreviation, ready for the hot loop.
-pub struct Plan {
-    /// The DIE tag.
-    pub tag: DwTag,
-    /// Whether children follow.
-    pub has_children: bool,
-    /// Total size when every form is fixed-size: such DIEs are skipped in one step.
-    pub fixed: Option<u32>,
-    /// The steps to skip the whole DIE.
-    pub skip_ops: Box<[Op]>,
-    /// The steps to read the attributes `needed` selects and skip the others.
-    pub read_ops: Box<[Op]>,
-}
-
-impl Plan {
-    /// The plan for a gimli abbreviation; `needed` selects the attributes to decode.
-    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
-        let specs: Vec<(DwAt, DwForm, i64)> = a
-            .attributes()
-            .iter()
-            .map(|s| (s.name(), s.form(), s.implicit_const_value().unwrap_or(0)))
-            .collect();
-        let fixed = specs
-            .iter()
-            .try_fold(0u32, |n, s| enc.fixed_size(s.1).map(|k| n + k as u32));
-        let ops = |read: fn(DwAt) -> bool| -> Box<[Op]> {
-            let mut out: Vec<Op> = Vec::with_capacity(specs.len());
-            for &(name, form, implicit) in &specs {
-                if read(name) {
-                    out.push(Op::Read(name, form, implicit));
-                    continue;
-                }
-                match (enc.fixed_size(form), out.last_mut()) {
-                    (Some(0), _) => {}
-                    (Some(n), Some(Op::Skip(k))) => *k += n as u32,
-                    (Some(n), _) => out.push(Op::Skip(n as u32)),
-                    (None, _) => out.push(Op::SkipForm(form)),
-                }
-            }
-            out.into_boxed_slice()
-        };
-        Plan {
-            tag: a.tag(),
-            has_children: a.has_children(),
-            fixed,
-            skip_ops: ops(|_| false),
-            read_ops: ops(needed),
-        }
-    }
-
-    /// Skips all attributes of a DIE with this plan.
-    #[inline]
-    pub fn skip_all<'i>(&self, enc: &UnitEnc<'i>, c: &mut Cur<'i>) -> Result<()> {
-        if let Some(n) = self.fixed {
-            return c.skip(n as usize);
-        }
-        for op in self.skip_ops.iter() {
-            match *op {
-                Op::Skip(n) => c.skip(n as usize)?,
-                Op::SkipForm(form) => enc.skip(c, form)?,
-                Op::Read(_, form, _) => enc.skip(c, form)?,
-            }
-        }
-        Ok(())
     }
 }
 

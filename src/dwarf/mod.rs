@@ -19,6 +19,8 @@ mod attrs;
 #[allow(non_upper_case_globals)]
 mod locs;
 #[allow(non_upper_case_globals)]
+mod plan;
+#[allow(non_upper_case_globals)]
 mod record;
 #[allow(non_upper_case_globals)]
 mod walk;

@@ -4,9 +4,10 @@
 //! hands each DIE pahole encodes to `record.rs`; the arrays it fills become the
 //! unit's [`CuTypes`].
 
-use super::attrs::{is_needed, take_attr, Attrs};
-use super::die::{Cur, DieError, Op, Place, Plan, UnitEnc, Val};
+use super::attrs::{take_attr, Attrs};
+use super::die::{Cur, DieError, Place, UnitEnc, Val};
 use super::error::DwarfErrorKind;
+use super::plan::{Op, Plans};
 use super::types::{
     AnnotDie, CuTypes, DeclTagDie, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie, Name,
     ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
@@ -17,7 +18,6 @@ use bumpalo::collections::Vec as BVec;
 use gimli::constants::*;
 use gimli::UnitOffset;
 use std::cell::Cell;
-use std::collections::HashMap;
 
 /// What an open DIE with children is, for interpreting its children.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -264,8 +264,6 @@ fn parse_cu_at<'a, 'i: 'a>(
     let mut p = Parser {
         enc,
         abbrevs: &abbrevs,
-        plans: Vec::new(),
-        far_plans: HashMap::new(),
         base,
         acc: std::mem::replace(acc, Acc::new(bump)),
         debug_addr: dw.input.section(".debug_addr"),
@@ -327,10 +325,6 @@ fn parse_cu_at<'a, 'i: 'a>(
 pub(super) struct Parser<'a, 'i, 'u> {
     pub(super) enc: UnitEnc<'i>,
     pub(super) abbrevs: &'u gimli::Abbreviations,
-    /// Plans by abbreviation code (dense codes), built on first use.
-    pub(super) plans: Vec<Option<Plan>>,
-    /// Plans for codes too large for `plans`.
-    pub(super) far_plans: HashMap<u64, Plan>,
     /// Unit offset of the first DIE (the unit header's size).
     pub(super) base: u32,
     /// The arrays the DIEs go into (taken from the caller's, given back after).
@@ -367,36 +361,7 @@ pub(super) fn idx32(n: usize) -> u32 {
     n as u32
 }
 
-/// Abbreviation codes below this get a slot in the dense plan table.
-const DENSE_CODES: u64 = 1 << 16;
-
 impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
-    /// The plan of abbreviation `code`.
-    #[inline]
-    fn plan(&mut self, code: u64) -> Result<&Plan, DieError> {
-        let missing = || DwarfErrorKind::UnknownAbbrev(code);
-        if code < DENSE_CODES {
-            // Below DENSE_CODES.
-            #[allow(clippy::cast_possible_truncation)]
-            let i = code as usize;
-            if i >= self.plans.len() {
-                self.plans.resize_with(i + 1, || None);
-            }
-            if self.plans[i].is_none() {
-                let a = self.abbrevs.get(code).ok_or_else(missing)?;
-                self.plans[i] = Some(Plan::new(a, &self.enc, is_needed));
-            }
-            Ok(self.plans[i].as_ref().expect("just built"))
-        } else {
-            if !self.far_plans.contains_key(&code) {
-                let a = self.abbrevs.get(code).ok_or_else(missing)?;
-                self.far_plans
-                    .insert(code, Plan::new(a, &self.enc, is_needed));
-            }
-            Ok(&self.far_plans[&code])
-        }
-    }
-
     /// Reads the attributes of the unit's root DIE that the other DIEs depend on.
     fn root(&mut self, data: &'i [u8]) -> Result<RootAttrs<'i>, DieError> {
         let enc = self.enc;
@@ -475,6 +440,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         s.ptr_tags.clear();
         s.member_tags.clear();
         let enc = self.enc;
+        let mut plans = Plans::new(self.abbrevs);
         let mut cursor = Cur::new(data, enc.little);
         let mut depth: isize = 0;
         while !cursor.is_empty() {
@@ -487,10 +453,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 depth -= 1;
                 continue;
             }
-            let (tag, has_children, fixed) = {
-                let plan = self.plan(code)?;
-                (plan.tag, plan.has_children, plan.fixed)
-            };
+            let plan = plans.get(code, &enc)?;
+            let (tag, has_children) = (plan.tag, plan.has_children);
             while s.stack.last().is_some_and(|f| f.depth >= depth) {
                 let f = s.stack.pop().unwrap();
                 self.close(f, s)?;
@@ -523,13 +487,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                             | FrameKind::Variable
                     );
             if !wanted {
-                match fixed {
-                    Some(n) => cursor.skip_bytes(n as usize)?,
-                    None => {
-                        let plan = self.plan(code)?;
-                        plan.skip_all(&enc, &mut cursor)?;
-                    }
-                }
+                plan.skip_all(&enc, &mut cursor)?;
                 if has_children {
                     s.stack.push(Frame {
                         depth,
@@ -543,16 +501,13 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 continue;
             }
             let mut a = Attrs::default();
-            {
-                let plan = self.plan(code)?;
-                for op in plan.read_ops.iter() {
-                    match *op {
-                        Op::Skip(n) => cursor.skip_bytes(n as usize)?,
-                        Op::SkipForm(form) => enc.skip(&mut cursor, form)?,
-                        Op::Read(name, form, implicit) => {
-                            let v = enc.read(&mut cursor, form, implicit)?;
-                            take_attr(&mut a, name, v)?;
-                        }
+            for op in plan.read_ops() {
+                match *op {
+                    Op::Skip(n) => cursor.skip_bytes(n as usize)?,
+                    Op::SkipForm(form) => enc.skip(&mut cursor, form)?,
+                    Op::Read(name, form, implicit) => {
+                        let v = enc.read_fast(&mut cursor, form, implicit)?;
+                        take_attr(&mut a, name, v)?;
                     }
                 }
             }

@@ -1,0 +1,316 @@
+//! Abbreviations made ready for the hot loop: each abbreviation of a unit becomes a
+//! [`Plan`] once (on first use), the steps that skip a DIE of it or read the
+//! attributes the encoder needs, with the common forms resolved to the fixed-width
+//! reads they are for this unit ([`Fast`]), so that a DIE costs one table look-up and
+//! a few straight reads.
+
+use super::die::{Cur, DieError, UnitEnc, Val};
+use super::error::DwarfErrorKind;
+use super::types::Name;
+use gimli::constants::*;
+use gimli::{DwAt, DwForm, DwTag};
+use std::collections::HashMap;
+
+type Result<T> = std::result::Result<T, DieError>;
+
+/// A form as one unit decodes it: the common ones with their width resolved (the
+/// unit's offset size known), the others through [`UnitEnc::read`].
+#[derive(Clone, Copy, Debug)]
+pub enum Fast {
+    /// `data1`, `flag`.
+    U1,
+    /// `data2`.
+    U2,
+    /// `data4`, `sec_offset` of 32-bit DWARF.
+    U4,
+    /// `data8`, `sec_offset` of 64-bit DWARF.
+    U8,
+    /// `udata`.
+    Uleb,
+    /// `sdata`.
+    Sleb,
+    /// `implicit_const`.
+    Implicit,
+    /// `flag_present`.
+    Present,
+    /// `ref4`.
+    Ref4,
+    /// `strp` of 32-bit DWARF.
+    Strp4,
+    /// `line_strp` of 32-bit DWARF.
+    LineStrp4,
+    /// Any other form.
+    Any(DwForm),
+}
+
+impl Fast {
+    fn of(form: DwForm, enc: &UnitEnc<'_>) -> Fast {
+        let wide = enc.offset_size == 8;
+        match form {
+            DW_FORM_data1 | DW_FORM_flag => Fast::U1,
+            DW_FORM_data2 => Fast::U2,
+            DW_FORM_data4 => Fast::U4,
+            DW_FORM_data8 => Fast::U8,
+            DW_FORM_sec_offset if wide => Fast::U8,
+            DW_FORM_sec_offset => Fast::U4,
+            DW_FORM_udata => Fast::Uleb,
+            DW_FORM_sdata => Fast::Sleb,
+            DW_FORM_implicit_const => Fast::Implicit,
+            DW_FORM_flag_present => Fast::Present,
+            DW_FORM_ref4 => Fast::Ref4,
+            DW_FORM_strp if !wide => Fast::Strp4,
+            DW_FORM_line_strp if !wide => Fast::LineStrp4,
+            f => Fast::Any(f),
+        }
+    }
+}
+
+impl<'i> UnitEnc<'i> {
+    /// Decodes one attribute of a resolved form: the same value as
+    /// [`UnitEnc::read`] gives for the form it stands for.
+    #[inline(always)]
+    pub fn read_fast(&self, c: &mut Cur<'i>, form: Fast, implicit: i64) -> Result<Val<'i>> {
+        Ok(match form {
+            Fast::U1 => Val::U(c.u8()?.into()),
+            Fast::U2 => Val::U(c.u16()?.into()),
+            Fast::U4 => Val::U(c.u32()?.into()),
+            Fast::U8 => Val::U(c.u64()?),
+            Fast::Uleb => Val::U(c.uleb()?),
+            Fast::Sleb => Val::S(c.sleb()?),
+            Fast::Implicit => Val::S(implicit),
+            Fast::Present => Val::U(1),
+            Fast::Ref4 => self.local(c.u32()?.into())?,
+            Fast::Strp4 => Val::Str(str_at(self.debug_str, c.u32()?)?),
+            Fast::LineStrp4 => Val::Str(str_at(self.line_str, c.u32()?)?),
+            Fast::Any(f) => self.read(c, f, implicit)?,
+        })
+    }
+}
+
+/// The string at `off` of a string section (see [`super::die::str_at`]).
+#[inline(always)]
+fn str_at(sec: &[u8], off: u32) -> Result<Name<'_>> {
+    match usize::try_from(off).ok().and_then(|o| sec.get(o..)) {
+        Some(rest) if !rest.is_empty() => Ok(Name::new(rest)),
+        _ => Err(DwarfErrorKind::BadStrOffset(off.into())),
+    }
+}
+
+/// One step of reading a DIE's attributes.
+#[derive(Clone, Copy, Debug)]
+pub enum Op {
+    /// Skip this many bytes (a run of fixed-size attributes).
+    Skip(u32),
+    /// Skip one attribute of a variable-size form.
+    SkipForm(DwForm),
+    /// Decode one attribute: name, form, implicit constant.
+    Read(DwAt, Fast, i64),
+}
+
+/// One abbreviation, ready for the hot loop.
+pub struct Plan {
+    /// The DIE tag.
+    pub tag: DwTag,
+    /// Whether children follow.
+    pub has_children: bool,
+    /// Total size when every form is fixed-size: such DIEs are skipped in one step.
+    pub fixed: Option<u32>,
+    /// The steps to skip the whole DIE (`..split`), then those that read the
+    /// attributes `needed` selects and skip the others (`split..`): one allocation.
+    ops: Box<[Op]>,
+    split: usize,
+}
+
+impl Plan {
+    /// The plan for a gimli abbreviation; `needed` selects the attributes to decode.
+    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
+        let specs = a.attributes();
+        let fixed = specs.iter().try_fold(0u32, |n, s| {
+            enc.fixed_size(s.form()).map(|k| n + u32::from(k))
+        });
+        let mut out: Vec<Op> = Vec::with_capacity(2 * specs.len());
+        // A DIE of fixed size is skipped in one step: it needs no skip steps.
+        let passes: &[bool] = if fixed.is_some() {
+            &[true]
+        } else {
+            &[false, true]
+        };
+        let mut split = 0;
+        for &read in passes {
+            let first = out.len();
+            for s in specs {
+                let (name, form) = (s.name(), s.form());
+                if read && needed(name) {
+                    let implicit = s.implicit_const_value().unwrap_or(0);
+                    out.push(Op::Read(name, Fast::of(form, enc), implicit));
+                    continue;
+                }
+                match (enc.fixed_size(form), out[first..].last_mut()) {
+                    (Some(0), _) => {}
+                    (Some(n), Some(Op::Skip(k))) => *k += u32::from(n),
+                    (Some(n), _) => out.push(Op::Skip(n.into())),
+                    (None, _) => out.push(Op::SkipForm(form)),
+                }
+            }
+            if !read {
+                split = out.len();
+            }
+        }
+        Plan {
+            tag: a.tag(),
+            has_children: a.has_children(),
+            fixed,
+            ops: out.into_boxed_slice(),
+            split,
+        }
+    }
+
+    /// The steps that read the needed attributes of a DIE and skip the others.
+    #[inline]
+    pub fn read_ops(&self) -> &[Op] {
+        &self.ops[self.split..]
+    }
+
+    /// Skips all attributes of a DIE with this plan.
+    #[inline]
+    pub fn skip_all<'i>(&self, enc: &UnitEnc<'i>, c: &mut Cur<'i>) -> Result<()> {
+        if let Some(n) = self.fixed {
+            return c.skip_bytes(n as usize);
+        }
+        for op in &self.ops[..self.split] {
+            match *op {
+                Op::Skip(n) => c.skip_bytes(n as usize)?,
+                Op::SkipForm(form) => enc.skip(c, form)?,
+                // Not among the skip steps.
+                Op::Read(..) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Abbreviation codes below this get a slot in the dense plan table.
+const DENSE_CODES: u64 = 1 << 16;
+
+/// The plans of one unit's abbreviations, built on first use.
+pub struct Plans<'u> {
+    abbrevs: &'u gimli::Abbreviations,
+    /// By abbreviation code (dense codes).
+    dense: Vec<Option<Plan>>,
+    /// Codes too large for `dense`.
+    far: HashMap<u64, Plan>,
+}
+
+impl<'u> Plans<'u> {
+    /// No plans yet for the abbreviations `abbrevs`.
+    pub fn new(abbrevs: &'u gimli::Abbreviations) -> Plans<'u> {
+        Plans {
+            abbrevs,
+            dense: Vec::new(),
+            far: HashMap::new(),
+        }
+    }
+
+    /// The plan of abbreviation `code`.
+    #[inline]
+    pub fn get(&mut self, code: u64, enc: &UnitEnc<'_>) -> Result<&Plan> {
+        if code < DENSE_CODES {
+            // Below DENSE_CODES.
+            #[allow(clippy::cast_possible_truncation)]
+            let i = code as usize;
+            if !matches!(self.dense.get(i), Some(Some(_))) {
+                self.build_dense(i, code, enc)?;
+            }
+            self.dense[i]
+                .as_ref()
+                .ok_or(DwarfErrorKind::UnknownAbbrev(code))
+        } else {
+            if !self.far.contains_key(&code) {
+                let plan = self.build(code, enc)?;
+                self.far.insert(code, plan);
+            }
+            Ok(&self.far[&code])
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn build_dense(&mut self, i: usize, code: u64, enc: &UnitEnc<'_>) -> Result<()> {
+        let plan = self.build(code, enc)?;
+        if i >= self.dense.len() {
+            self.dense.resize_with(i + 1, || None);
+        }
+        self.dense[i] = Some(plan);
+        Ok(())
+    }
+
+    fn build(&self, code: u64, enc: &UnitEnc<'_>) -> Result<Plan> {
+        let a = self
+            .abbrevs
+            .get(code)
+            .ok_or(DwarfErrorKind::UnknownAbbrev(code))?;
+        Ok(Plan::new(a, enc, super::attrs::is_needed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn enc(little: bool, offset_size: u8) -> UnitEnc<'static> {
+        UnitEnc {
+            little,
+            offset_size,
+            addr_size: 8,
+            version: 5,
+            debug_str: b"int\0long\0",
+            line_str: b"a.c\0",
+            str_offsets: &[],
+            str_offsets_base: 0,
+            place: Default::default(),
+            unit_len: 0x1000,
+        }
+    }
+
+    /// Each resolved form decodes what `UnitEnc::read` decodes for its form, in
+    /// either byte order, and fails as it does on truncated input.
+    #[test]
+    fn fast_forms_read_as_the_general_reader() {
+        let bytes = [0x04, 0x00, 0x00, 0x00, 0x85, 0x7f, 0x01, 0x02, 0x03, 0x04];
+        let forms = [
+            DW_FORM_data1,
+            DW_FORM_flag,
+            DW_FORM_data2,
+            DW_FORM_data4,
+            DW_FORM_data8,
+            DW_FORM_sec_offset,
+            DW_FORM_udata,
+            DW_FORM_sdata,
+            DW_FORM_implicit_const,
+            DW_FORM_flag_present,
+            DW_FORM_ref4,
+            DW_FORM_strp,
+            DW_FORM_line_strp,
+            DW_FORM_ref1,
+        ];
+        for little in [true, false] {
+            for offset_size in [4, 8] {
+                let e = enc(little, offset_size);
+                for form in forms {
+                    for len in 0..=bytes.len() {
+                        let (mut a, mut b) = (
+                            Cur::new(&bytes[..len], little),
+                            Cur::new(&bytes[..len], little),
+                        );
+                        let slow = e.read(&mut a, form, -3);
+                        let fast = e.read_fast(&mut b, Fast::of(form, &e), -3);
+                        assert_eq!(format!("{slow:?}"), format!("{fast:?}"), "{form} {len}");
+                        if slow.is_ok() {
+                            assert_eq!(a.pos(), b.pos(), "{form}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
