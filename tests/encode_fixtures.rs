@@ -74,12 +74,10 @@ fn show(btf: &Btf, id: TypeId, top: bool) -> String {
     let n = btf.str_at(t.name);
     let named = !n.is_empty();
     match &t.kind {
-        TypeKind::Int {
-            size,
-            encoding,
-            offset,
-            bits,
-        } => format!("int '{n}' size={size} enc={encoding} off={offset} bits={bits}"),
+        TypeKind::Int { .. } => {
+            let (size, encoding, offset, bits) = t.kind.int_fields().unwrap_or_default();
+            format!("int '{n}' size={size} enc={encoding} off={offset} bits={bits}")
+        }
         TypeKind::Float { size } => format!("float '{n}' size={size}"),
         TypeKind::Ptr(to) => format!("*({})", show(btf, *to, false)),
         TypeKind::Const(to) => format!("const({})", show(btf, *to, false)),

@@ -88,16 +88,15 @@ pub fn dump_type(btf: &Btf, id: TypeId, t: &Type, out: &mut impl Write) -> io::R
         out.write_all(b"'")
     };
     match &t.kind {
-        TypeKind::Int {
-            size,
-            encoding,
-            offset,
-            bits,
-        } => write!(
-            out,
-            " size={size} bits_offset={offset} nr_bits={bits} encoding={}",
-            int_encoding(*encoding)
-        )?,
+        TypeKind::Int { .. } => {
+            if let Some((size, encoding, offset, bits)) = t.kind.int_fields() {
+                write!(
+                    out,
+                    " size={size} bits_offset={offset} nr_bits={bits} encoding={}",
+                    int_encoding(encoding)
+                )?
+            }
+        }
         TypeKind::Ptr(r)
         | TypeKind::Const(r)
         | TypeKind::Volatile(r)

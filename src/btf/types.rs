@@ -464,6 +464,20 @@ impl TypeKind {
         each_ref!(self, f, iter_mut, mut);
     }
 
+    /// An INT's fields — size, encoding, bit offset, bits — or None for the other
+    /// kinds.
+    pub fn int_fields(&self) -> Option<(u32, u8, u8, u8)> {
+        match *self {
+            TypeKind::Int {
+                size,
+                encoding,
+                offset,
+                bits,
+            } => Some((size, encoding, offset, bits)),
+            _ => None,
+        }
+    }
+
     /// An INT of `bits` bits (at offset 0, in the fewest whole bytes) with
     /// `encoding` (`INT_SIGNED`, `INT_CHAR`, `INT_BOOL` or 0).
     pub fn int(bits: u8, encoding: u8) -> TypeKind {

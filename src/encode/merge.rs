@@ -325,26 +325,8 @@ mod tests {
         let int = btf.push_str(b"int");
         let s = btf.push_str(b"s");
         let t = |btf: &mut Btf, name, kind| btf.push_type(Type { name, kind });
-        let i1 = t(
-            &mut btf,
-            int,
-            TypeKind::Int {
-                size: 4,
-                encoding: 1,
-                offset: 0,
-                bits: 32,
-            },
-        );
-        let i2 = t(
-            &mut btf,
-            int,
-            TypeKind::Int {
-                size: 4,
-                encoding: 1,
-                offset: 0,
-                bits: 32,
-            },
-        );
+        let i1 = t(&mut btf, int, TypeKind::int(32, 1));
+        let i2 = t(&mut btf, int, TypeKind::int(32, 1));
         let c = t(&mut btf, StrOffset::EMPTY, TypeKind::Const(i2));
         let p1 = t(&mut btf, StrOffset::EMPTY, TypeKind::Ptr(i1));
         let p2 = t(&mut btf, StrOffset::EMPTY, TypeKind::Ptr(c));

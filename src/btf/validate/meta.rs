@@ -25,19 +25,17 @@ impl<'a> Validator<'a> {
         let kind = t.kind();
         let kname = kind.name();
         match &t.kind {
-            TypeKind::Int {
-                size,
-                encoding,
-                offset,
-                bits,
-            } => {
-                let nr_bits = *bits as u32 + *offset as u32;
+            TypeKind::Int { .. } => {
+                let Some((size, encoding, offset, bits)) = t.kind.int_fields() else {
+                    return;
+                };
+                let nr_bits = u32::from(bits) + u32::from(offset);
                 if nr_bits > 128 {
                     self.problem(format!("INT bits_offset + nr_bits = {nr_bits} exceeds 128"));
-                } else if bits_roundup_bytes(nr_bits as u64) > *size as u64 {
+                } else if bits_roundup_bytes(u64::from(nr_bits)) > u64::from(size) {
                     self.problem(format!("INT nr_bits {nr_bits} exceed its size {size}"));
                 }
-                if !matches!(*encoding, 0 | INT_SIGNED | INT_CHAR | INT_BOOL) {
+                if !matches!(encoding, 0 | INT_SIGNED | INT_CHAR | INT_BOOL) {
                     self.problem(format!("INT encoding {encoding:#x} (more than one bit)"));
                 }
             }
