@@ -320,6 +320,8 @@ fn encode_units(
             new_shared(&input, &opts.features, little, merged).map_err(|e| e.to_string())
         })
     };
+    // The incremental dedup's batches are prepared on the workers.
+    let preparer = sink.as_ref().map(Incremental::preparer);
     let produce = |idx: usize| {
         busy(t, Busy::Parse, || {
             let arena = lock(&pool).pop().unwrap_or_default();
@@ -344,12 +346,13 @@ fn encode_units(
             }
             // Errors name the first unit of a group.
             let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
-            Ok((unit, loclists_start))
+            let local = preparer.map(|p| ordered::prepare_unit(&p, &unit.types, &unit.strings));
+            Ok((unit, local, loclists_start))
         })
     };
     let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);
     let mut funcs: Option<FuncEncoder> = None;
-    let consume = |item: usize, (unit, loclists_start): (EncodedUnit, u64)| {
+    let consume = |item: usize, (unit, local, loclists_start): (EncodedUnit, _, u64)| {
         busy(t, Busy::Encode, || {
             let units = units_of(item);
             let funcs = match &mut funcs {
@@ -357,7 +360,7 @@ fn encode_units(
                 None => funcs.insert(new_funcs(shared_init())?),
             };
             ordered
-                .add(unit, funcs)
+                .add(unit, local, funcs)
                 .map_err(|e| dw.unit_error(units.start, e))?;
             // Pages go up to the group's last unit.
             release.after_unit(&input, &dw, units.end - 1, loclists_start);

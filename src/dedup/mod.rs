@@ -96,7 +96,7 @@ mod flat;
 mod strset;
 mod table;
 
-pub use engine::{PreparedBatch, Preparer};
+pub use engine::{btf_keys, name_key, BatchBuilder, LocalBatch, PreparedBatch, Preparer};
 
 use crate::btf::Btf;
 use crate::encode::strings::FxHasher;
@@ -284,8 +284,8 @@ impl Incremental {
 
     /// [`Incremental::add`] for one unit of an encoder that keeps one string section
     /// for every unit, holding each string once: `types` are numbered from the
-    /// base's end on and name offsets into that section, which ends at `str_end`
-    /// so far. The offsets are kept as they are (nothing is copied per string), so
+    /// base's end on and name offsets into that section, `strings`' (whose end so
+    /// far is the section's). The offsets are kept as they are (nothing is copied per string), so
     /// [`Incremental::kept_btf`] gives the kept types over the encoder's section, as
     /// a one-shot dedup of the whole stream keeps it. Returns the kept id of each
     /// type of the batch, in batch order: where whatever still refers to the batch's
@@ -293,10 +293,10 @@ impl Incremental {
     pub fn add_encoded(
         &mut self,
         types: &[crate::btf::Type],
-        str_end: u32,
+        strings: &Btf,
     ) -> Result<&[u32], DedupError> {
-        let batch = self.preparer().prepare(types);
-        self.add_prepared(batch, str_end)
+        let batch = self.preparer().prepare(types, engine::btf_keys(strings));
+        self.add_prepared(batch, strings.str_end())
     }
 
     /// What [`Preparer::prepare`] needs of this dedup: a small value that any
