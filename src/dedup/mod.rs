@@ -87,9 +87,12 @@
 //! A batch's own share of the work can be done apart, on any thread, ahead of its
 //! turn: [`Incremental::preparer`] gives a small [`Preparer`] whose
 //! [`Preparer::prepare`] flattens and checks the batch's records and computes the
-//! hashes that need no other type (see `engine/load.rs`); the ordered part,
-//! [`Incremental::add_prepared`], renumbers, looks up, compares and commits.
-//! [`Incremental::add_encoded`] is the two in a row.
+//! hashes that need no other type (see `engine/load.rs`), names keyed by content
+//! ([`name_key`]); the ordered part, [`Incremental::add_prepared`], renumbers,
+//! looks up, compares and commits. [`Incremental::add_encoded`] is the two in a
+//! row. [`Preparer::prepare_local`] does the same before the batch has the run's
+//! ids and strings (an encoder's unit, on its worker), and a [`BatchBuilder`]
+//! rewrites just the words holding them (`engine/local.rs`).
 
 mod engine;
 mod flat;
