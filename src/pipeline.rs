@@ -4,8 +4,9 @@
 //! [`sched::run_ordered`] hands unit indices to the workers. A worker parses unit `i`
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
 //! ([`encode_unit`]) into an owned [`EncodedUnit`] (types with unit-local ids, a
-//! unit-local string table, its function and variable records), and empties the arena
-//! back into the pool at once. Whichever worker holds the token merges the next unit
+//! unit-local string table, its function and variable records), prepares its types
+//! for the incremental dedup if there is one ([`ordered::prepare_unit`]: the dedup's
+//! work that needs no other unit), and empties the arena back into the pool at once. Whichever worker holds the token merges the next unit
 //! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
 //! its types into the run's BTF or the incremental dedup (whole BTF; see
 //! [`DedupMode`]), its records, renumbered, into the run's functions; then it releases

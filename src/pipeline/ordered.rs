@@ -1,7 +1,8 @@
 //! The ordered part of a run: each encoded unit, in unit order, merged into what
 //! spans units. Its strings go into the run's string section (in the order the unit
 //! first used them, so the section is the one a serial encoder would build); its
-//! types get their ids (appended to the run's BTF, or deduplicated against the types
+//! types (with a dedup, as its worker prepared them: only the words holding ids and
+//! strings are rewritten here) get their ids (appended to the run's BTF, or deduplicated against the types
 //! kept so far, which gives each its kept id); then its function and variable
 //! records are renumbered to those ids and strings and appended to the run's
 //! functions. The array index type, the one type shared across units, is chosen
