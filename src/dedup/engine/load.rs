@@ -33,6 +33,17 @@ pub(super) struct Passes {
     pub(super) refs: Vec<u32>,
 }
 
+impl Passes {
+    /// Empty lists, sized for `n` types.
+    pub(super) fn for_types(n: usize) -> Passes {
+        Passes {
+            prims: Vec::with_capacity(n / 4),
+            structs: Vec::with_capacity(n / 4),
+            refs: Vec::with_capacity(n),
+        }
+    }
+}
+
 /// A batch flattened and checked by [`Preparer::prepare`] (or built by a
 /// [`BatchBuilder`]), to be added with `Incremental::add_prepared` (or loaded by
 /// the engine).
@@ -105,11 +116,7 @@ impl Preparer {
                 words: Vec::new(),
                 ends: Vec::with_capacity(n),
                 own_refs: Vec::with_capacity(2 * n),
-                passes: Passes {
-                    prims: Vec::with_capacity(n / 4),
-                    structs: Vec::with_capacity(n / 4),
-                    refs: Vec::with_capacity(n),
-                },
+                passes: Passes::for_types(n),
                 unmerged: Vec::new(),
                 bad_ref: None,
                 max_str: 0,

@@ -62,11 +62,7 @@ impl Preparer {
             ends: Vec::with_capacity(n),
             refs: Vec::with_capacity(2 * n),
             strs: Vec::with_capacity(2 * n),
-            passes: Passes {
-                prims: Vec::with_capacity(n / 4),
-                structs: Vec::with_capacity(n / 4),
-                refs: Vec::with_capacity(n),
-            },
+            passes: Passes::for_types(n),
             unmerged: Vec::new(),
         };
         for (i, t) in (0u32..).zip(types) {
