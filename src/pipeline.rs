@@ -4,8 +4,9 @@
 //! [`sched::run_ordered`] hands unit indices to the workers. A worker parses unit `i`
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
 //! ([`encode_unit`]) into an owned [`EncodedUnit`] (types with unit-local ids, a
-//! unit-local string table, its function and variable records), and empties the arena
-//! back into the pool at once. Whichever worker holds the token merges the next unit
+//! unit-local string table, its function and variable records), prepares its types
+//! for the incremental dedup if there is one ([`ordered::prepare_unit`]: the dedup's
+//! work that needs no other unit), and empties the arena back into the pool at once. Whichever worker holds the token merges the next unit
 //! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
 //! its types into the run's BTF or the incremental dedup (whole BTF; see
 //! [`DedupMode`]), its records, renumbered, into the run's functions; then it releases
@@ -320,6 +321,8 @@ fn encode_units(
             new_shared(&input, &opts.features, little, merged).map_err(|e| e.to_string())
         })
     };
+    // The incremental dedup's batches are prepared on the workers.
+    let preparer = sink.as_ref().map(Incremental::preparer);
     let produce = |idx: usize| {
         busy(t, Busy::Parse, || {
             let arena = lock(&pool).pop().unwrap_or_default();
@@ -344,12 +347,13 @@ fn encode_units(
             }
             // Errors name the first unit of a group.
             let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
-            Ok((unit, loclists_start))
+            let local = preparer.map(|p| ordered::prepare_unit(&p, &unit.types, &unit.strings));
+            Ok((unit, local, loclists_start))
         })
     };
     let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);
     let mut funcs: Option<FuncEncoder> = None;
-    let consume = |item: usize, (unit, loclists_start): (EncodedUnit, u64)| {
+    let consume = |item: usize, (unit, local, loclists_start): (EncodedUnit, _, u64)| {
         busy(t, Busy::Encode, || {
             let units = units_of(item);
             let funcs = match &mut funcs {
@@ -357,7 +361,7 @@ fn encode_units(
                 None => funcs.insert(new_funcs(shared_init())?),
             };
             ordered
-                .add(unit, funcs)
+                .add(unit, local, funcs)
                 .map_err(|e| dw.unit_error(units.start, e))?;
             // Pages go up to the group's last unit.
             release.after_unit(&input, &dw, units.end - 1, loclists_start);

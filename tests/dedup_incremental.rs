@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use dwarf2btf::btf::{self, Btf, Type, TypeId, TypeKind};
-use dwarf2btf::dedup::{dedup_with, Compat, Incremental};
+use dwarf2btf::dedup::{btf_keys, dedup_with, Compat, Incremental};
 use std::collections::HashMap;
 
 /// The types `range` of `src` as a self-contained batch, like a CU: every type they
@@ -219,14 +219,14 @@ fn prepared_batches_equal_encoded_ones() {
         s.spawn(|| {
             batches
                 .iter()
-                .map(|b| preparer.prepare(b.types()))
+                .map(|b| preparer.prepare(b.types(), btf_keys(&src)))
                 .collect::<Vec<_>>()
         })
         .join()
         .expect("prepare thread")
     });
     for (b, p) in batches.iter().zip(ready) {
-        let want = plain.add_encoded(b.types(), str_end).expect("add").to_vec();
+        let want = plain.add_encoded(b.types(), &src).expect("add").to_vec();
         let got = prepared.add_prepared(p, str_end).expect("add prepared");
         assert_eq!(got, want);
     }
@@ -253,8 +253,9 @@ fn prepared_batches_equal_encoded_ones() {
         ]
     };
     for types in [bad(str_end + 5, 99), bad(1, 99), bad(str_end, 2)] {
-        let want = plain.add_encoded(&types, str_end).map(<[u32]>::to_vec);
-        let got = prepared.add_prepared(prepared.preparer().prepare(&types), str_end);
+        let want = plain.add_encoded(&types, &src).map(<[u32]>::to_vec);
+        let got =
+            prepared.add_prepared(prepared.preparer().prepare(&types, btf_keys(&src)), str_end);
         assert_eq!(got.map(<[u32]>::to_vec), want);
         assert!(want.is_err());
     }

@@ -17,9 +17,12 @@ mod commit;
 mod equiv;
 mod hash;
 mod load;
+mod local;
 mod refs;
 
-pub use load::{PreparedBatch, Preparer};
+pub use hash::name_key;
+pub use load::{BatchBuilder, PreparedBatch, Preparer};
+pub use local::LocalBatch;
 
 use super::flat::*;
 use super::strset::StrSet;
@@ -94,6 +97,15 @@ fn fits_u32(n: usize, id: u32) -> Result<u32, DedupError> {
     u32::try_from(n).map_err(|_| invalid(id, "more types than BTF can hold"))
 }
 
+/// The name keys of `btf`'s string offsets (an offset past its strings: any key,
+/// as the offset is an error when the batch is added).
+pub fn btf_keys(btf: &Btf) -> impl Fn(u32) -> u64 + '_ {
+    |o| {
+        btf.str_bytes(crate::btf::StrOffset(o))
+            .map_or(0, hash::name_key)
+    }
+}
+
 /// All strings of `btf`'s base chain and own section, root first.
 fn chain_strings(btf: &Btf, out: &mut Vec<u8>) {
     if let Some(b) = btf.base() {
@@ -161,11 +173,11 @@ impl Engine {
                 }
                 e.map.extend(1..=base_types);
                 e.hypot.resize(base_types as usize + 1, UNPROCESSED);
-                for id in 1..=base_types {
-                    e.fix_type(id);
-                }
                 let mut strs = Vec::new();
                 chain_strings(b, &mut strs);
+                for id in 1..=base_types {
+                    e.fix_type(id, &strs);
+                }
                 e.str_start = u32::try_from(strs.len())
                     .map_err(|_| invalid(0, "the base's strings exceed 4 GiB"))?;
                 e.base_strs = Some(StrSet::of_section(strs));
@@ -198,12 +210,24 @@ impl Engine {
     }
 
     /// Makes `id` a fixed canonical type: indexed by the hash libbpf gives base
-    /// types (`btf_dedup_prep`), and named for FWD resolution.
-    fn fix_type(&mut self, id: u32) {
+    /// types (`btf_dedup_prep`), and named for FWD resolution. `strs` is the base's
+    /// string section (the chain's), which its names index.
+    fn fix_type(&mut self, id: u32, strs: &[u8]) {
         let r = self.rec(id);
-        let Some(h) = hash::prep_hash(r, self.compat) else {
+        let keys = |o: u32| {
+            let s = strs.get(o as usize..).unwrap_or_default();
+            hash::name_key(&s[..s.iter().position(|&c| c == 0).unwrap_or(s.len())])
+        };
+        let h = hash::prep_hash(r, self.compat, &keys);
+        self.fix_hashed(id, h);
+    }
+
+    /// [`Engine::fix_type`] with `id`'s hash `h` (None: not indexed).
+    fn fix_hashed(&mut self, id: u32, h: Option<u64>) {
+        let Some(h) = h else {
             return;
         };
+        let r = self.rec(id);
         let (k, name) = (r.kind(), r.name());
         self.table.add(h, id);
         if matches!(k, K_STRUCT | K_UNION) {
@@ -281,7 +305,7 @@ impl Engine {
             return Err(DedupError::BaseMismatch);
         }
         self.strs.reserve(batch.strings().len());
-        let p = self.preparer().prepare(batch.types());
+        let p = self.preparer().prepare(batch.types(), btf_keys(batch));
         self.load(p, load::Strings::Btf(batch))
     }
 

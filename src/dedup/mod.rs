@@ -87,16 +87,19 @@
 //! A batch's own share of the work can be done apart, on any thread, ahead of its
 //! turn: [`Incremental::preparer`] gives a small [`Preparer`] whose
 //! [`Preparer::prepare`] flattens and checks the batch's records and computes the
-//! hashes that need no other type (see `engine/load.rs`); the ordered part,
-//! [`Incremental::add_prepared`], renumbers, looks up, compares and commits.
-//! [`Incremental::add_encoded`] is the two in a row.
+//! hashes that need no other type (see `engine/load.rs`), names keyed by content
+//! ([`name_key`]); the ordered part, [`Incremental::add_prepared`], renumbers,
+//! looks up, compares and commits. [`Incremental::add_encoded`] is the two in a
+//! row. [`Preparer::prepare_local`] does the same before the batch has the run's
+//! ids and strings (an encoder's unit, on its worker), and a [`BatchBuilder`]
+//! rewrites just the words holding them (`engine/local.rs`).
 
 mod engine;
 mod flat;
 mod strset;
 mod table;
 
-pub use engine::{PreparedBatch, Preparer};
+pub use engine::{btf_keys, name_key, BatchBuilder, LocalBatch, PreparedBatch, Preparer};
 
 use crate::btf::Btf;
 use crate::encode::strings::FxHasher;
@@ -284,8 +287,8 @@ impl Incremental {
 
     /// [`Incremental::add`] for one unit of an encoder that keeps one string section
     /// for every unit, holding each string once: `types` are numbered from the
-    /// base's end on and name offsets into that section, which ends at `str_end`
-    /// so far. The offsets are kept as they are (nothing is copied per string), so
+    /// base's end on and name offsets into that section, `strings`' (whose end so
+    /// far is the section's). The offsets are kept as they are (nothing is copied per string), so
     /// [`Incremental::kept_btf`] gives the kept types over the encoder's section, as
     /// a one-shot dedup of the whole stream keeps it. Returns the kept id of each
     /// type of the batch, in batch order: where whatever still refers to the batch's
@@ -293,10 +296,10 @@ impl Incremental {
     pub fn add_encoded(
         &mut self,
         types: &[crate::btf::Type],
-        str_end: u32,
+        strings: &Btf,
     ) -> Result<&[u32], DedupError> {
-        let batch = self.preparer().prepare(types);
-        self.add_prepared(batch, str_end)
+        let batch = self.preparer().prepare(types, engine::btf_keys(strings));
+        self.add_prepared(batch, strings.str_end())
     }
 
     /// What [`Preparer::prepare`] needs of this dedup: a small value that any

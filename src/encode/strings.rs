@@ -78,6 +78,11 @@ impl UnitStrings {
         self.strs.is_empty()
     }
 
+    /// [`hash_str`] of string `i`.
+    pub fn hash(&self, i: usize) -> u64 {
+        self.strs[i].hash
+    }
+
     /// The bytes of string `i`.
     pub fn bytes(&self, i: usize) -> &[u8] {
         let s = &self.strs[i];

@@ -1,15 +1,17 @@
 //! The ordered part of a run: each encoded unit, in unit order, merged into what
 //! spans units. Its strings go into the run's string section (in the order the unit
 //! first used them, so the section is the one a serial encoder would build); its
-//! types get their ids (appended to the run's BTF, or deduplicated against the types
+//! types (with a dedup, as its worker prepared them: only the words holding ids and
+//! strings are rewritten here) get their ids (appended to the run's BTF, or deduplicated against the types
 //! kept so far, which gives each its kept id); then its function and variable
 //! records are renumbered to those ids and strings and appended to the run's
 //! functions. The array index type, the one type shared across units, is chosen
 //! here, as pahole chooses it.
 
 use crate::btf::{StrOffset, Type, TypeId, TypeKind};
-use crate::dedup::Incremental;
+use crate::dedup::{Incremental, LocalBatch, Preparer};
 use crate::dwarf::types::Name;
+use crate::encode::strings::UnitStrings;
 use crate::encode::{EncodedUnit, EncoderState, FuncEncoder, INDEX_TYPE};
 use crate::timing::{Busy, Timings};
 
@@ -64,7 +66,14 @@ impl Ordered {
     }
 
     /// Merges the next unit in unit order (see the module doc).
-    pub fn add(&mut self, unit: EncodedUnit, funcs: &mut FuncEncoder) -> Result<(), String> {
+    /// `local`: the unit's types as [`prepare_unit`] prepared them (on a worker), if
+    /// the run deduplicates incrementally (prepared here if not given).
+    pub fn add(
+        &mut self,
+        unit: EncodedUnit,
+        local: Option<LocalBatch>,
+        funcs: &mut FuncEncoder,
+    ) -> Result<(), String> {
         let EncodedUnit {
             mut types,
             strings,
@@ -110,7 +119,6 @@ impl Ordered {
         let int_name = add_int.then(|| self.state.intern(Name::new(b"int")));
         self.state
             .merge_strings(&strings, uses.own_strings.min(n)..n, &mut self.strs);
-        drop(strings);
 
         // The batch: the unit's types in the run's ids and strings.
         let first = if self.inc.is_some() {
@@ -133,43 +141,77 @@ impl Ordered {
                 *o = strs[o.0 as usize - 1];
             }
         };
-        for t in &mut types[1..] {
+        let rewrite = |t: &mut Type| {
             s(&mut t.name);
             t.kind.for_each_str_mut(s);
             t.kind.for_each_ref_mut(|r| *r = batch_id(*r));
-        }
-        if let Some(name) = int_name {
-            let int = TypeKind::Int {
+        };
+        // Once per run: after the unit's own types (local ids 1..=own).
+        let int = int_name.map(|name| Type {
+            name,
+            kind: TypeKind::Int {
                 size: 4,
                 encoding: crate::btf::INT_SIGNED,
                 offset: 0,
                 bits: 32,
-            };
-            // Once per run: after the unit's own types (local ids 1..=own).
-            types.insert(own as usize + 1, Type { name, kind: int });
-        }
-        // The batch: the lead slot holds the index INT's copy, or is left out.
-        if let (1, Some(Index::Int(int))) = (lead, &self.index) {
-            types[0] = int.clone();
-        }
-        let batch = &types[1 - lead as usize..];
+            },
+        });
         let new_index = index_pos.filter(|_| !known);
 
         match &mut self.inc {
             Some(inc) => {
-                let str_end = self.state.btf().str_end();
-                let kept = busy(self.timings, || inc.add_encoded(batch, str_end))
+                // The unit's types as the worker prepared them, spliced around the
+                // index INT's copy (the lead slot) and the added `int`, with their
+                // ids and strings rewritten to the batch's.
+                let local = match local {
+                    Some(l) => l,
+                    None => prepare_unit(&inc.preparer(), &types, &strings),
+                };
+                drop(strings);
+                let state = &self.state;
+                let keys = crate::dedup::btf_keys(state.btf());
+                let n = u32::try_from(local.len()).map_err(|_| "too many types")?;
+                let total = lead as usize + local.len() + usize::from(int.is_some());
+                let mut b = inc.preparer().builder(total);
+                if let (1, Some(Index::Int(t))) = (lead, &self.index) {
+                    b.push_type(t, &keys);
+                }
+                let id = |x: u32| batch_id(TypeId(x)).0;
+                let string = |o: u32| strs[o as usize - 1].0;
+                b.push_local(&local, 0..own.min(n), id, string);
+                if let Some(t) = &int {
+                    b.push_type(t, &keys);
+                }
+                b.push_local(&local, own.min(n)..n, id, string);
+                let str_end = state.btf().str_end();
+                let kept = busy(self.timings, || inc.add_prepared(b.finish(), str_end))
                     .map_err(|e| format!("dedup: {e}"))?;
                 let kept_id = |l: TypeId| match l {
                     TypeId::VOID => TypeId::VOID,
                     l => TypeId(kept.get(pos(l.0) as usize).copied().unwrap_or(u32::MAX)),
                 };
                 funcs.add_unit(records, kept_id, strs);
-                if let Some(p) = new_index {
-                    self.index = Some(Index::Int(batch[p as usize].clone()));
+                if new_index.is_some() {
+                    // The unit's own `int`, or the added one.
+                    let t = match uses.own_int {
+                        Some(k) => {
+                            let mut t = types[k.0 as usize].clone();
+                            rewrite(&mut t);
+                            Some(t)
+                        }
+                        None => int,
+                    };
+                    self.index = t.map(Index::Int);
                 }
             }
             None => {
+                drop(strings);
+                for t in &mut types[1..] {
+                    rewrite(t);
+                }
+                if let Some(int) = int {
+                    types.insert(own as usize + 1, int);
+                }
                 if let Some(p) = new_index {
                     self.index = Some(Index::Id(TypeId(first + p)));
                 }
@@ -182,4 +224,17 @@ impl Ordered {
         }
         Ok(())
     }
+}
+
+/// A unit's types (after its lead slot) prepared for the dedup by `p`, with its
+/// strings' content keys: pure, so a worker does it as soon as the unit is encoded.
+pub(super) fn prepare_unit(p: &Preparer, types: &[Type], strings: &UnitStrings) -> LocalBatch {
+    p.prepare_local(types.get(1..).unwrap_or_default(), |o| {
+        let i = (o as usize).wrapping_sub(1);
+        if o == 0 || i >= strings.len() || strings.bytes(i).is_empty() {
+            0
+        } else {
+            strings.hash(i)
+        }
+    })
 }

@@ -94,9 +94,30 @@ impl Engine {
             }
             keys.clear();
             self.batch_keys = Some(keys);
-            for id in s..next {
-                self.fix_type(id);
+            // The prim and struct kinds keep the hash their pass gave them (their
+            // names keyed by content, which only the batch's source could read);
+            // the reference kinds are hashed again over their final ids.
+            let passes = std::mem::take(&mut self.passes);
+            let (mut prims, mut structs) = (passes.prims.iter(), passes.structs.iter());
+            let (mut prim, mut strukt) = (prims.next(), structs.next());
+            for old in s..e {
+                let i = old - s;
+                let mut named = None;
+                if let Some(&(_, h)) = prim.filter(|p| p.0 == i) {
+                    named = Some(h);
+                    prim = prims.next();
+                } else if let Some(&(_, h)) = strukt.filter(|p| p.0 == i) {
+                    named = Some(h);
+                    strukt = structs.next();
+                }
+                let id = new_ids[i as usize];
+                if id == UNPROCESSED {
+                    continue;
+                }
+                let h = named.or_else(|| super::hash::ref_prep_hash(self.rec(id)));
+                self.fix_hashed(id, h);
             }
+            self.passes = passes;
         }
         Ok(())
     }

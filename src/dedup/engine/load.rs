@@ -17,8 +17,8 @@ use crate::dedup::{Compat, DedupError, FxHashMap};
 /// What [`Preparer::prepare`] needs of a dedup: what never changes with its batches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Preparer {
-    base_types: u32,
-    compat: Compat,
+    pub(super) base_types: u32,
+    pub(super) compat: Compat,
 }
 
 /// A batch's types of each pass, by index in the batch, in batch order, with the
@@ -33,24 +33,36 @@ pub(super) struct Passes {
     pub(super) refs: Vec<u32>,
 }
 
-/// A batch flattened and checked by [`Preparer::prepare`], to be added with
-/// `Incremental::add_prepared` (or loaded by the engine).
+impl Passes {
+    /// Empty lists, sized for `n` types.
+    pub(super) fn for_types(n: usize) -> Passes {
+        Passes {
+            prims: Vec::with_capacity(n / 4),
+            structs: Vec::with_capacity(n / 4),
+            refs: Vec::with_capacity(n),
+        }
+    }
+}
+
+/// A batch flattened and checked by [`Preparer::prepare`] (or built by a
+/// [`BatchBuilder`]), to be added with `Incremental::add_prepared` (or loaded by
+/// the engine).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PreparedBatch {
-    by: Preparer,
+    pub(super) by: Preparer,
     /// The records, one after another, with the batch's ids as given.
-    words: Vec<u32>,
+    pub(super) words: Vec<u32>,
     /// End of each record in `words`.
-    ends: Vec<u32>,
+    pub(super) ends: Vec<u32>,
     /// Words holding one of the batch's own ids (past the base's).
-    own_refs: Vec<u32>,
-    passes: Passes,
+    pub(super) own_refs: Vec<u32>,
+    pub(super) passes: Passes,
     /// VAR and DATASEC, which are never merged.
-    unmerged: Vec<u32>,
+    pub(super) unmerged: Vec<u32>,
     /// The first type that refers past the batch's last type, and that id.
-    bad_ref: Option<(u32, u32)>,
+    pub(super) bad_ref: Option<(u32, u32)>,
     /// The largest string offset of any record (checked against the section's end).
-    max_str: u32,
+    pub(super) max_str: u32,
 }
 
 impl PreparedBatch {
@@ -71,70 +83,99 @@ impl PreparedBatch {
     }
 }
 
+/// Builds a [`PreparedBatch`] type by type, or from parts prepared apart
+/// ([`BatchBuilder::push_local`]).
+pub struct BatchBuilder {
+    pub(super) p: PreparedBatch,
+    /// The batch's last id: references past it are errors.
+    pub(super) last_local: u32,
+}
+
 impl Preparer {
     /// Flattens and checks `types`, numbered from the base's last id + 1 (their
     /// references to each other are those ids), with the hashes that need no other
-    /// type. Errors (a reference past the last type, a string offset past the
-    /// section's end) are reported when the batch is added, in batch order, as if
-    /// the batch had not been prepared apart.
-    pub fn prepare(&self, types: &[Type]) -> PreparedBatch {
-        let base = self.base_types;
+    /// type, names keyed by `keys` (the [`name_key`](super::name_key) of the string
+    /// at each offset). Errors (a reference past the last type, a string offset past
+    /// the section's end) are reported when the batch is added, in batch order, as
+    /// if the batch had not been prepared apart.
+    pub fn prepare(&self, types: &[Type], keys: impl Fn(u32) -> u64) -> PreparedBatch {
+        let mut b = self.builder(types.len());
+        for t in types {
+            b.push_type(t, &keys);
+        }
+        b.finish()
+    }
+
+    /// A builder of a batch of `n` types.
+    pub fn builder(&self, n: usize) -> BatchBuilder {
         // More types than ids are caught when the batch is added.
-        let own = u32::try_from(types.len()).unwrap_or(u32::MAX);
-        let last_local = base.saturating_add(own);
-        let n = types.len();
-        let mut words = Vec::with_capacity(types.iter().map(|t| t.record_len() / 4).sum());
-        let mut ends = Vec::with_capacity(n);
-        let mut own_refs = Vec::with_capacity(2 * n);
-        let mut passes = Passes {
-            prims: Vec::with_capacity(n / 4),
-            structs: Vec::with_capacity(n / 4),
-            refs: Vec::with_capacity(n),
-        };
-        let mut unmerged = Vec::new();
-        let mut bad_ref = None;
-        let mut max_str = 0;
-        for (i, t) in (0u32..).zip(types) {
-            let start = words.len();
-            push_type(&mut words, t);
-            let r = &words[start..];
-            let info = r[1];
-            for_each_ref_pos(info, |p| {
-                let x = r[p];
-                if x > last_local {
-                    bad_ref.get_or_insert((i, x));
-                } else if x > base {
-                    // Positions within the batch's words, which BTF keeps below 4 GiB;
-                    // the total is checked when the batch is added.
-                    #[allow(clippy::cast_possible_truncation)]
-                    own_refs.push((start + p) as u32);
-                }
-            });
-            for_each_str_pos(info, |p| max_str = max_str.max(r[p]));
-            let rec = Rec::new(r);
-            if let Some(h) = hash::prim_hash(rec) {
-                passes.prims.push((i, h));
-            } else if let Some(h) = hash::struct_hash(rec, self.compat) {
-                passes.structs.push((i, h));
-            } else if matches!(rec.kind(), K_VAR | K_DATASEC) {
-                unmerged.push(i);
-            } else {
-                passes.refs.push(i);
-            }
-            // As above: checked when added.
+        let own = u32::try_from(n).unwrap_or(u32::MAX);
+        BatchBuilder {
+            p: PreparedBatch {
+                by: *self,
+                words: Vec::new(),
+                ends: Vec::with_capacity(n),
+                own_refs: Vec::with_capacity(2 * n),
+                passes: Passes::for_types(n),
+                unmerged: Vec::new(),
+                bad_ref: None,
+                max_str: 0,
+            },
+            last_local: self.base_types.saturating_add(own),
+        }
+    }
+}
+
+impl BatchBuilder {
+    /// The next type's index in the batch.
+    pub(super) fn next_index(&self) -> u32 {
+        // Types past `u32::MAX` are caught when the batch is added.
+        u32::try_from(self.p.ends.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Notes that the word at `pos` of the batch's `i`-th type holds id `x`.
+    #[inline]
+    pub(super) fn note_ref(&mut self, i: u32, pos: usize, x: u32) {
+        if x > self.last_local {
+            self.p.bad_ref.get_or_insert((i, x));
+        } else if x > self.p.by.base_types {
+            // Positions within the batch's words, which BTF keeps below 4 GiB; the
+            // total is checked when the batch is added.
             #[allow(clippy::cast_possible_truncation)]
-            ends.push(words.len() as u32);
+            self.p.own_refs.push(pos as u32);
         }
-        PreparedBatch {
-            by: *self,
-            words,
-            ends,
-            own_refs,
-            passes,
-            unmerged,
-            bad_ref,
-            max_str,
+    }
+
+    /// Appends `t`, in the batch's ids, its names keyed by `keys`.
+    pub fn push_type(&mut self, t: &Type, keys: &impl Fn(u32) -> u64) {
+        let i = self.next_index();
+        let start = self.p.words.len();
+        push_type(&mut self.p.words, t);
+        let info = self.p.words[start + 1];
+        for_each_ref_pos(info, |p| {
+            let x = self.p.words[start + p];
+            self.note_ref(i, start + p, x);
+        });
+        let r = &self.p.words[start..];
+        for_each_str_pos(info, |p| self.p.max_str = self.p.max_str.max(r[p]));
+        let rec = Rec::new(r);
+        if let Some(h) = hash::prim_hash(rec, keys) {
+            self.p.passes.prims.push((i, h));
+        } else if let Some(h) = hash::struct_hash(rec, self.p.by.compat, keys) {
+            self.p.passes.structs.push((i, h));
+        } else if matches!(rec.kind(), K_VAR | K_DATASEC) {
+            self.p.unmerged.push(i);
+        } else {
+            self.p.passes.refs.push(i);
         }
+        // As above: checked when added.
+        #[allow(clippy::cast_possible_truncation)]
+        self.p.ends.push(self.p.words.len() as u32);
+    }
+
+    /// The batch.
+    pub fn finish(self) -> PreparedBatch {
+        self.p
     }
 }
 
@@ -220,8 +261,7 @@ impl Engine {
     }
 
     /// Moves the strings of `p`'s first `limit` records from `b`'s section into
-    /// ours (the base's copy of a string if it has one), and rehashes the types
-    /// whose hash covers names.
+    /// ours (the base's copy of a string if it has one).
     fn move_strings(
         &mut self,
         p: &mut PreparedBatch,
@@ -267,15 +307,7 @@ impl Engine {
                 });
             }
         }
-        let mut passes = std::mem::take(&mut p.passes);
-        for (i, h) in passes.prims.iter_mut() {
-            *h = hash::prim_hash(Rec::new(p.rec_words(*i as usize))).expect("a prim kind");
-        }
-        for (i, h) in passes.structs.iter_mut() {
-            let r = Rec::new(p.rec_words(*i as usize));
-            *h = hash::struct_hash(r, self.compat).expect("a struct kind");
-        }
-        p.passes = passes;
+        // The hashes key names by content, which moving does not change.
         Ok(())
     }
 }
