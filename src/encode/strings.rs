@@ -477,7 +477,11 @@ mod tests {
         assert_eq!(u.intern(Name::new(&sec[13..])), StrOffset(1));
         assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "a new unit");
         let second = u.take();
-        assert_eq!(second.strs[1].hash, hash_str(b"int"), "kept from the first unit");
+        assert_eq!(
+            second.strs[1].hash,
+            hash_str(b"int"),
+            "kept from the first unit"
+        );
         let mut btf = Btf::new(None);
         let mut idx = StrIndex::default();
         let (mut a, mut b) = (Vec::new(), Vec::new());
