@@ -86,22 +86,8 @@ impl UnitStrings {
 }
 
 /// log2 of the entries of a worker's address cache: a unit has a few thousand
-/// distinct names, and the units of a kernel share most of them (the same headers).
+/// distinct names.
 const UNIT_RECENT_BITS: u32 = 14;
-
-/// A slot of a worker's address cache.
-#[derive(Clone, Copy, Default)]
-struct Recent {
-    /// The name's address identity ([`Name::key`]).
-    addr: usize,
-    backing: usize,
-    /// [`hash_str`] of its bytes: a pure function of the bytes at that address,
-    /// which stay mapped for the whole run, so kept from one unit to the next.
-    hash: u64,
-    /// The unit that last interned it (0: none), and its index in that unit's table.
-    unit: u32,
-    index: u32,
-}
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
 ///
@@ -109,15 +95,12 @@ struct Recent {
 /// the linker merged equal strings): a name met again at another address, or after
 /// its cache slot was taken, gets a second entry. That costs nothing in the output:
 /// merging maps both entries to the one offset, and only the first use of a string
-/// decides its place. A name an earlier unit of the worker met at the same address
-/// keeps its hash: the unit copies its bytes without hashing them again. What the
-/// cache holds depends only on the input's bytes and the units the worker encoded,
-/// never on how the threads ran, and either way the table's contents are the same.
+/// decides its place.
 pub struct UnitInterner {
     out: UnitStrings,
-    /// A direct-mapped cache by address; entries of earlier units are told apart by
-    /// `unit`.
-    recent: Box<[Recent]>,
+    /// A direct-mapped cache by address: (address, backing length, unit, index);
+    /// entries of earlier units are told apart by `unit`.
+    recent: Box<[(usize, usize, u32, u32)]>,
     unit: u32,
 }
 
@@ -125,7 +108,7 @@ impl Default for UnitInterner {
     fn default() -> Self {
         UnitInterner {
             out: UnitStrings::default(),
-            recent: vec![Recent::default(); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
+            recent: vec![(0, 0, 0, 0); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
             unit: 1,
         }
     }
@@ -141,20 +124,11 @@ impl UnitInterner {
         let key = name.key();
         let slot = cache_slot(key.0, UNIT_RECENT_BITS);
         let e = self.recent[slot];
-        let known = e.addr == key.0 && e.backing == key.1;
-        if known && e.unit == self.unit {
-            return StrOffset(e.index + 1);
+        if e.0 == key.0 && e.1 == key.1 && e.2 == self.unit {
+            return StrOffset(e.3 + 1);
         }
-        let bytes = name.bytes();
-        let hash = if known { e.hash } else { hash_str(bytes) };
-        let i = self.push(bytes, hash, key);
-        self.recent[slot] = Recent {
-            addr: key.0,
-            backing: key.1,
-            hash,
-            unit: self.unit,
-            index: i,
-        };
+        let i = self.push(name.bytes(), key);
+        self.recent[slot] = (key.0, key.1, self.unit, i);
         StrOffset(i + 1)
     }
 
@@ -164,7 +138,7 @@ impl UnitInterner {
         if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        StrOffset(self.push(s, hash_str(s), (0, 0)) + 1)
+        StrOffset(self.push(s, (0, 0)) + 1)
     }
 
     /// Touches the cache slots of `names` before they are interned one by one: the
@@ -173,7 +147,7 @@ impl UnitInterner {
     pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
         let mut acc = 0usize;
         for name in names {
-            acc ^= self.recent[cache_slot(name.key().0, UNIT_RECENT_BITS)].addr;
+            acc ^= self.recent[cache_slot(name.key().0, UNIT_RECENT_BITS)].0;
         }
         std::hint::black_box(acc);
     }
@@ -192,11 +166,8 @@ impl UnitInterner {
     pub fn take(&mut self) -> UnitStrings {
         self.unit = self.unit.wrapping_add(1).max(1);
         if self.unit == 1 {
-            // Wrapped: entries of unit 1 of the last round must not match (their
-            // hashes stay right).
-            for e in self.recent.iter_mut() {
-                e.unit = 0;
-            }
+            // Wrapped: entries of unit 1 of the last round must not match.
+            self.recent.fill((0, 0, 0, 0));
         }
         // The next unit starts with room for as many names as this one had: units
         // are alike in size, and growing the table by doubling copies it again and
@@ -208,12 +179,12 @@ impl UnitInterner {
         std::mem::replace(&mut self.out, next)
     }
 
-    fn push(&mut self, s: &[u8], hash: u64, key: (usize, usize)) -> u32 {
+    fn push(&mut self, s: &[u8], key: (usize, usize)) -> u32 {
         let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
         let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
         self.out.blob.extend_from_slice(s);
         self.out.strs.push(UnitStr {
-            hash,
+            hash: hash_str(s),
             key,
             start,
             len: u32::try_from(s.len()).expect("a name under 4 GiB"),
@@ -477,11 +448,6 @@ mod tests {
         assert_eq!(u.intern(Name::new(&sec[13..])), StrOffset(1));
         assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "a new unit");
         let second = u.take();
-        assert_eq!(
-            second.strs[1].hash,
-            hash_str(b"int"),
-            "kept from the first unit"
-        );
         let mut btf = Btf::new(None);
         let mut idx = StrIndex::default();
         let (mut a, mut b) = (Vec::new(), Vec::new());
