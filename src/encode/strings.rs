@@ -174,7 +174,14 @@ impl UnitInterner {
             // Wrapped: entries of unit 1 of the last round must not match.
             self.recent.fill((0, 0, 0, 0));
         }
-        std::mem::take(&mut self.out)
+        // The next unit starts with room for as many names as this one had: units
+        // are alike in size, and growing the table by doubling copies it again and
+        // again.
+        let next = UnitStrings {
+            blob: Vec::with_capacity(self.out.blob.len()),
+            strs: Vec::with_capacity(self.out.strs.len()),
+        };
+        std::mem::replace(&mut self.out, next)
     }
 
     fn push(&mut self, s: &[u8], key: (usize, usize)) -> u32 {
