@@ -255,12 +255,7 @@ mod tests {
         let name = b.push_str(name);
         b.push_type(Type {
             name,
-            kind: TypeKind::Int {
-                size: 4,
-                encoding: crate::btf::INT_SIGNED,
-                offset: 0,
-                bits: 32,
-            },
+            kind: TypeKind::int(32, crate::btf::INT_SIGNED),
         })
     }
 

@@ -149,12 +149,7 @@ impl Ordered {
         // Once per run: after the unit's own types (local ids 1..=own).
         let int = int_name.map(|name| Type {
             name,
-            kind: TypeKind::Int {
-                size: 4,
-                encoding: crate::btf::INT_SIGNED,
-                offset: 0,
-                bits: 32,
-            },
+            kind: TypeKind::int(32, crate::btf::INT_SIGNED),
         });
         let new_index = index_pos.filter(|_| !known);
 
