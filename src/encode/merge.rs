@@ -10,11 +10,14 @@ use super::candidates::{
     UNCERTAIN_PARM_LOC, UNEXPECTED_REG,
 };
 use super::skips::{FuncSkip, SkipReason};
+use super::strings::FxHasher;
 use super::vars::{emit_var, PendingVar, VarSections};
 use super::{push_decl_tag, EncodeError, EncoderState, Features, UnitRecords};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
 use crate::kfuncs::Kfuncs;
 use crate::symbols::ElfSymbols;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::Arc;
 
 /// What pahole adds to its one merged unit (an LTO build) after every part's types,
@@ -40,6 +43,9 @@ pub struct FuncEncoder {
     pub(super) saved: Vec<SavedFunc>,
     pub(super) parms: Vec<Param>,
     pub(super) annots: Vec<(StrOffset, i32)>,
+    /// The content hash of each saved record, with the index of the first record
+    /// that has it (see [`FuncEncoder::save_unless_repeated`]).
+    seen: HashMap<u64, u32, BuildHasherDefault<FxHasher>>,
     vars: VarSections,
     /// Functions left out and merge disagreements, in pahole's order (`--verbose`).
     pub(super) skips: Vec<FuncSkip>,
@@ -58,6 +64,7 @@ impl FuncEncoder {
             saved: Vec::new(),
             parms: Vec::new(),
             annots: Vec::new(),
+            seen: HashMap::default(),
             skips: Vec::new(),
             merged: merged.then(Box::default),
         }
@@ -77,19 +84,41 @@ impl FuncEncoder {
             k => strs[k as usize - 1],
         };
         let f = unit.funcs;
-        let (parms, annots) = (offset32(self.parms.len()), offset32(self.annots.len()));
-        self.saved.extend(f.saved.into_iter().map(|mut r| {
-            r.ret = id(r.ret);
-            r.parms_start += parms;
-            r.annots_start += annots;
-            r
-        }));
-        self.parms.extend(f.parms.into_iter().map(|p| Param {
-            name: s(p.name),
-            type_id: id(p.type_id),
-        }));
-        self.annots
-            .extend(f.annots.into_iter().map(|(v, idx)| (s(v), idx)));
+        if self.merged.is_some() {
+            // A merged unit's names are owned bytes until its end (`Merged`): its
+            // records are kept as they come.
+            let (parms, annots) = (offset32(self.parms.len()), offset32(self.annots.len()));
+            self.saved.extend(f.saved.into_iter().map(|mut r| {
+                r.ret = id(r.ret);
+                r.parms_start += parms;
+                r.annots_start += annots;
+                r
+            }));
+            self.parms.extend(f.parms.into_iter().map(|p| Param {
+                name: s(p.name),
+                type_id: id(p.type_id),
+            }));
+            self.annots
+                .extend(f.annots.into_iter().map(|(v, idx)| (s(v), idx)));
+        } else {
+            for r in f.saved {
+                let parms = &f.parms[r.parms_start as usize..][..r.parms_len as usize];
+                let annots = &f.annots[r.annots_start as usize..][..r.annots_len as usize];
+                let rec = SavedFunc {
+                    ret: id(r.ret),
+                    parms_start: offset32(self.parms.len()),
+                    annots_start: offset32(self.annots.len()),
+                    ..r
+                };
+                self.parms.extend(parms.iter().map(|p| Param {
+                    name: s(p.name),
+                    type_id: id(p.type_id),
+                }));
+                self.annots
+                    .extend(annots.iter().map(|&(v, idx)| (s(v), idx)));
+                self.save_unless_repeated(rec);
+            }
+        }
         for (shndx, mut e) in unit.vars {
             e.type_id = id(e.type_id);
             self.vars.push(shndx, e);
@@ -104,6 +133,51 @@ impl FuncEncoder {
                 v
             }));
         }
+    }
+
+    /// Saves `rec`, whose parameters and decl tags are the last of `parms` and
+    /// `annots`, unless an equal record (same function, address, flags, return,
+    /// parameters and tags, in the run's ids and strings) is saved already: then its
+    /// parameters and tags are taken back. A kernel that holds the same unit twice
+    /// gives such repeats, which would keep memory growing with the input.
+    ///
+    /// Dropping a repeat changes nothing that [`FuncEncoder::emit_funcs`] decides: a
+    /// function's records are combined in unit order into its first one, and a
+    /// repeat of an earlier record adds no flag and no mismatch the earlier one did
+    /// not (its comparison with the first record is the earlier one's), and the
+    /// earlier one comes first wherever a record of the run is searched for.
+    fn save_unless_repeated(&mut self, rec: SavedFunc) {
+        let (ps, an) = (rec.parms_start as usize, rec.annots_start as usize);
+        let mut h = FxHasher::default();
+        self.record_body(&rec).hash(&mut h);
+        let idx = offset32(self.saved.len());
+        let earlier = *self.seen.entry(h.finish()).or_insert(idx);
+        if earlier != idx
+            && self.record_body(&self.saved[earlier as usize]) == self.record_body(&rec)
+        {
+            self.parms.truncate(ps);
+            self.annots.truncate(an);
+        } else {
+            self.saved.push(rec);
+        }
+    }
+
+    /// What makes a saved record the same as another: all but where its parameters
+    /// and tags lie.
+    #[allow(clippy::type_complexity)] // a tuple compared and hashed, named once here
+    fn record_body<'e>(
+        &'e self,
+        r: &SavedFunc,
+    ) -> (
+        (u32, u64, TypeId, u8, Option<u32>),
+        &'e [Param],
+        &'e [(StrOffset, i32)],
+    ) {
+        (
+            (r.func, r.addr, r.ret, r.flags, r.true_sym),
+            &self.parms[r.parms_start as usize..][..r.parms_len as usize],
+            &self.annots[r.annots_start as usize..][..r.annots_len as usize],
+        )
     }
 
     /// Emits the saved functions in name order, then one DATASEC per section with
