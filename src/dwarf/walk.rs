@@ -141,12 +141,16 @@ pub fn parse_group<'a, 'i: 'a>(
 }
 
 /// The arrays a unit's (or a group's) DIEs are parsed into.
+///
+/// They grow on the heap and are copied into the arena once, at their final
+/// length: grown in the arena, each doubling would leave the old copy there (a bump
+/// arena frees nothing until it is reset), up to as much again as the final array.
 pub(super) struct Acc<'a> {
-    pub(super) offsets: BVec<'a, u32>,
-    pub(super) types: BVec<'a, TypeDie<'a>>,
-    pub(super) decl_tags: BVec<'a, DeclTagDie<'a>>,
-    pub(super) funcs: BVec<'a, FuncDie<'a>>,
-    pub(super) vars: BVec<'a, VarDie<'a>>,
+    pub(super) offsets: Vec<u32>,
+    pub(super) types: Vec<TypeDie<'a>>,
+    pub(super) decl_tags: Vec<DeclTagDie<'a>>,
+    pub(super) funcs: Vec<FuncDie<'a>>,
+    pub(super) vars: Vec<VarDie<'a>>,
     /// Composites with nested type DIEs: (index, index of the last nested type).
     pub(super) nests: Vec<(u32, u32)>,
     pub(super) bump: &'a Bump,
@@ -164,11 +168,11 @@ struct UnitInfo<'a> {
 impl<'a> Acc<'a> {
     fn new(bump: &'a Bump) -> Acc<'a> {
         Acc {
-            offsets: BVec::new_in(bump),
-            types: BVec::new_in(bump),
-            decl_tags: BVec::new_in(bump),
-            funcs: BVec::new_in(bump),
-            vars: BVec::new_in(bump),
+            offsets: Vec::new(),
+            types: Vec::new(),
+            decl_tags: Vec::new(),
+            funcs: Vec::new(),
+            vars: Vec::new(),
             nests: Vec::new(),
             bump,
         }
@@ -176,15 +180,16 @@ impl<'a> Acc<'a> {
 
     fn finish(mut self, info: UnitInfo<'a>) -> CuTypes<'a> {
         let order = self.emission_order();
+        let bump = self.bump;
         CuTypes {
-            offsets: self.offsets.into_bump_slice(),
-            types: self.types.into_bump_slice(),
-            decl_tags: self.decl_tags.into_bump_slice(),
+            offsets: bump.alloc_slice_copy(&self.offsets),
+            types: bump.alloc_slice_copy(&self.types),
+            decl_tags: bump.alloc_slice_copy(&self.decl_tags),
             language: info.language,
             address_size: info.address_size,
             producer_clang: info.producer_clang,
-            funcs: self.funcs.into_bump_slice(),
-            vars: self.vars.into_bump_slice(),
+            funcs: bump.alloc_slice_copy(&self.funcs),
+            vars: bump.alloc_slice_copy(&self.vars),
             locs: info.locs,
             loclists_start: info.loclists_start,
             order,
