@@ -5,7 +5,7 @@
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
 //! ([`encode_unit`]) into an owned [`EncodedUnit`] (types with unit-local ids, a
 //! unit-local string table, its function and variable records), prepares its types
-//! for the incremental dedup if there is one ([`ordered::prepare_unit`]: the dedup's
+//! for the incremental dedup if there is one ([`ordered::ready`]: the dedup's
 //! work that needs no other unit), and empties the arena back into the pool at once. Whichever worker holds the token merges the next unit
 //! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
 //! its types into the run's BTF or the incremental dedup (whole BTF; see
@@ -22,8 +22,7 @@ use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
 use crate::elf::ElfInput;
 use crate::encode::{
-    encode_unit, EncodedUnit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch,
-    UnitContext,
+    encode_unit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch, UnitContext,
 };
 use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
@@ -347,13 +346,12 @@ fn encode_units(
             }
             // Errors name the first unit of a group.
             let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
-            let local = preparer.map(|p| ordered::prepare_unit(&p, &unit.types, &unit.strings));
-            Ok((unit, local, loclists_start))
+            Ok((ordered::ready(unit, preparer.as_ref()), loclists_start))
         })
     };
     let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);
     let mut funcs: Option<FuncEncoder> = None;
-    let consume = |item: usize, (unit, local, loclists_start): (EncodedUnit, _, u64)| {
+    let consume = |item: usize, (unit, loclists_start): (ordered::ReadyUnit, u64)| {
         busy(t, Busy::Encode, || {
             let units = units_of(item);
             let funcs = match &mut funcs {
@@ -361,7 +359,7 @@ fn encode_units(
                 None => funcs.insert(new_funcs(shared_init())?),
             };
             ordered
-                .add(unit, local, funcs)
+                .add(unit, funcs)
                 .map_err(|e| dw.unit_error(units.start, e))?;
             // Pages go up to the group's last unit.
             release.after_unit(&input, &dw, units.end - 1, loclists_start);

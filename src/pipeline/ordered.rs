@@ -12,7 +12,7 @@ use crate::btf::{StrOffset, Type, TypeId, TypeKind};
 use crate::dedup::{Incremental, LocalBatch, Preparer};
 use crate::dwarf::types::Name;
 use crate::encode::strings::UnitStrings;
-use crate::encode::{EncodedUnit, EncoderState, FuncEncoder, INDEX_TYPE};
+use crate::encode::{EncodedUnit, EncoderState, FuncEncoder, IndexUse, UnitRecords, INDEX_TYPE};
 use crate::timing::{Busy, Timings};
 
 /// `f`, counted as dedup time by `--time`.
@@ -68,14 +68,9 @@ impl Ordered {
     /// Merges the next unit in unit order (see the module doc).
     /// `local`: the unit's types as [`prepare_unit`] prepared them (on a worker), if
     /// the run deduplicates incrementally (prepared here if not given).
-    pub fn add(
-        &mut self,
-        unit: EncodedUnit,
-        local: Option<LocalBatch>,
-        funcs: &mut FuncEncoder,
-    ) -> Result<(), String> {
-        let EncodedUnit {
-            mut types,
+    pub fn add(&mut self, unit: ReadyUnit, funcs: &mut FuncEncoder) -> Result<(), String> {
+        let ReadyUnit {
+            types,
             strings,
             index: uses,
             records,
@@ -153,14 +148,17 @@ impl Ordered {
         });
         let new_index = index_pos.filter(|_| !known);
 
-        match &mut self.inc {
-            Some(inc) => {
+        match (&mut self.inc, types) {
+            (Some(inc), types) => {
                 // The unit's types as the worker prepared them, spliced around the
                 // index INT's copy (the lead slot) and the added `int`, with their
                 // ids and strings rewritten to the batch's.
-                let local = match local {
-                    Some(l) => l,
-                    None => prepare_unit(&inc.preparer(), &types, &strings),
+                let (local, own_int) = match types {
+                    UnitTypes::Prepared { local, own_int } => (*local, own_int),
+                    UnitTypes::Encoded(types) => {
+                        let local = prepare_unit(&inc.preparer(), &types, &strings);
+                        (local, uses.own_int.map(|k| types[k.0 as usize].clone()))
+                    }
                 };
                 drop(strings);
                 let state = &self.state;
@@ -178,6 +176,7 @@ impl Ordered {
                     b.push_type(t, &keys);
                 }
                 b.push_local(&local, own.min(n)..n, id, string);
+                drop(local);
                 let str_end = state.btf().str_end();
                 let kept = busy(self.timings, || inc.add_prepared(b.finish(), str_end))
                     .map_err(|e| format!("dedup: {e}"))?;
@@ -188,9 +187,8 @@ impl Ordered {
                 funcs.add_unit(records, kept_id, strs);
                 if new_index.is_some() {
                     // The unit's own `int`, or the added one.
-                    let t = match uses.own_int {
-                        Some(k) => {
-                            let mut t = types[k.0 as usize].clone();
+                    let t = match own_int {
+                        Some(mut t) => {
                             rewrite(&mut t);
                             Some(t)
                         }
@@ -199,7 +197,12 @@ impl Ordered {
                     self.index = t.map(Index::Int);
                 }
             }
-            None => {
+            (None, UnitTypes::Prepared { .. }) => {
+                return Err(
+                    "internal error: a unit prepared for a dedup the run does not have".into(),
+                )
+            }
+            (None, UnitTypes::Encoded(mut types)) => {
                 drop(strings);
                 for t in &mut types[1..] {
                     rewrite(t);
@@ -221,9 +224,56 @@ impl Ordered {
     }
 }
 
+/// An encoded unit as the token holder merges it.
+pub(super) struct ReadyUnit {
+    types: UnitTypes,
+    strings: UnitStrings,
+    index: IndexUse,
+    records: UnitRecords,
+}
+
+/// A unit's types as the token holder takes them.
+enum UnitTypes {
+    /// As encoded: without a dedup, they are appended to the run's BTF.
+    Encoded(Vec<Type>),
+    /// Prepared for the incremental dedup by the worker, which keeps of the encoded
+    /// types only the unit's first `int` (should it become the array index type):
+    /// the batch is all the dedup reads, and a large unit's types would otherwise
+    /// stay alive beside it until the unit is merged.
+    Prepared {
+        local: Box<LocalBatch>,
+        own_int: Option<Type>,
+    },
+}
+
+/// `unit`, prepared for the dedup by `p` if the run has one (on the worker, as soon as
+/// the unit is encoded: see [`prepare_unit`]).
+pub(super) fn ready(unit: EncodedUnit, p: Option<&Preparer>) -> ReadyUnit {
+    let EncodedUnit {
+        types,
+        strings,
+        index,
+        records,
+    } = unit;
+    let types = match p {
+        None => UnitTypes::Encoded(types),
+        Some(p) => {
+            let local = Box::new(prepare_unit(p, &types, &strings));
+            let own_int = index.own_int.map(|k| types[k.0 as usize].clone());
+            UnitTypes::Prepared { local, own_int }
+        }
+    };
+    ReadyUnit {
+        types,
+        strings,
+        index,
+        records,
+    }
+}
+
 /// A unit's types (after its lead slot) prepared for the dedup by `p`, with its
 /// strings' content keys: pure, so a worker does it as soon as the unit is encoded.
-pub(super) fn prepare_unit(p: &Preparer, types: &[Type], strings: &UnitStrings) -> LocalBatch {
+fn prepare_unit(p: &Preparer, types: &[Type], strings: &UnitStrings) -> LocalBatch {
     p.prepare_local(types.get(1..).unwrap_or_default(), |o| {
         let i = (o as usize).wrapping_sub(1);
         if o == 0 || i >= strings.len() || strings.bytes(i).is_empty() {
