@@ -103,13 +103,13 @@ pub struct Tuning {
     /// Worker threads, overriding what `-j` gives ([`workers_for`]); tests use it to
     /// run more threads than the machine has CPUs.
     pub workers: Option<usize>,
-    /// Most units parsed but not yet encoded at once (default: 2 with one worker;
-    /// with more, the workers plus one, so that the workers keep parsing ahead while
-    /// the token holder encodes a large unit: about 5% less wall time at -j2 on the
-    /// corpus vmlinux than the workers alone, in interleaved runs. Each unit of
-    /// window costs one parsed unit's arena and its input pages, about 2 MB there;
-    /// plus two gained no more time; 1 for an LTO build's groups of units, which
-    /// are several units each).
+    /// Most units in flight at once: being parsed and encoded, or encoded and
+    /// waiting to be merged (unit `i` starts only once unit `i - window` is
+    /// merged). Default: 2 with one worker; with more, the workers plus one, so
+    /// that every worker can start its next unit while the token holder merges
+    /// (about 5% less wall time at -j2 on the corpus vmlinux than the workers
+    /// alone; plus two gained no more); 2 for an LTO build's groups of units (see
+    /// `encode_units`).
     pub window: Option<usize>,
     /// How the dedup is reached.
     pub dedup: DedupMode,
@@ -299,10 +299,13 @@ fn encode_units(
     let items = groups.as_ref().map_or(dw.unit_count(), |g| g.len());
     let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
     let window = tuning.window.unwrap_or(match (&groups, workers) {
-        // An LTO build's groups are several units each (the ThinLTO kernel's
-        // largest takes 12 MB of arena): one group parsed ahead at a time keeps
-        // -j2's peak RSS within 1.12 × -j1's (46 / 41 MB; 52 MB with two ahead).
-        (Some(_), _) => 1,
+        // An LTO build's groups are several units each (the ThinLTO test
+        // kernel's largest takes 12 MB of arena). With 1, no worker starts the
+        // next group before the last is merged, and -j2 is no faster than -j1
+        // (1.61 s against 1.46 s there); with 2, 1.07 s, at a peak RSS of 57 MB
+        // against 56 MB with 1 (46 MB at -j1). More would add a large group's
+        // arena for each.
+        (Some(_), _) => 2,
         (None, 1) => 2,
         (None, w) => w + 1,
     });
