@@ -163,22 +163,40 @@ impl Ordered {
                 drop(strings);
                 let state = &self.state;
                 let keys = crate::dedup::btf_keys(state.btf());
-                let n = u32::try_from(local.len()).map_err(|_| "too many types")?;
-                let total = lead as usize + local.len() + usize::from(int.is_some());
-                let mut b = inc.preparer().builder(total);
-                if let (1, Some(Index::Int(t))) = (lead, &self.index) {
-                    b.push_type(t, &keys);
-                }
                 let id = |x: u32| batch_id(TypeId(x)).0;
                 let string = |o: u32| strs[o as usize - 1].0;
-                b.push_local(&local, 0..own.min(n), id, string);
-                if let Some(t) = &int {
-                    b.push_type(t, &keys);
-                }
-                b.push_local(&local, own.min(n)..n, id, string);
-                drop(local);
+                let lead_int = match (lead, &self.index) {
+                    (1, Some(Index::Int(t))) => Some(t),
+                    _ => None,
+                };
+                // The usual unit: the index INT's copy in the lead slot, then the
+                // unit's types, rewritten where they lie. Else (a unit before the
+                // index type is known, or the one that adds the `int`) spliced.
+                let local = match (lead_int, &int) {
+                    (Some(t), None) => local.into_prepared(inc.preparer(), t, &keys, id, string),
+                    _ => Err(Box::new(local)),
+                };
+                let batch = match local {
+                    Ok(batch) => batch,
+                    Err(local) => {
+                        // The unit's types are the local batch's 1..=n.
+                        let n = u32::try_from(local.len().saturating_sub(1))
+                            .map_err(|_| "too many types")?;
+                        let total = lead as usize + n as usize + usize::from(int.is_some());
+                        let mut b = inc.preparer().builder(total);
+                        if let Some(t) = lead_int {
+                            b.push_type(t, &keys);
+                        }
+                        b.push_local(&local, 1..own.min(n) + 1, id, string);
+                        if let Some(t) = &int {
+                            b.push_type(t, &keys);
+                        }
+                        b.push_local(&local, own.min(n) + 1..n + 1, id, string);
+                        b.finish()
+                    }
+                };
                 let str_end = state.btf().str_end();
-                let kept = busy(self.timings, || inc.add_prepared(b.finish(), str_end))
+                let kept = busy(self.timings, || inc.add_prepared(batch, str_end))
                     .map_err(|e| format!("dedup: {e}"))?;
                 let kept_id = |l: TypeId| match l {
                     TypeId::VOID => TypeId::VOID,

@@ -1,13 +1,15 @@
 //! A unit's types prepared on a worker, before its strings and ids are the run's:
 //! flattened, sorted into the passes and hashed (names keyed by content, which the
-//! unit's strings know), with the words holding ids and strings noted. The ordered
-//! part then splices such parts into a [`PreparedBatch`] with
-//! [`BatchBuilder::push_local`], rewriting only those words.
+//! unit's strings know), with the words holding ids and strings noted, after a slot
+//! kept free for one INT ahead of them. The ordered part then either fills that slot
+//! and rewrites those words in place ([`LocalBatch::into_prepared`]: the batch is
+//! the unit's own words, not a copy), or splices the types into a
+//! [`PreparedBatch`] with [`BatchBuilder::push_local`].
 
 use super::super::flat::*;
 use super::hash;
-use super::load::{BatchBuilder, Passes, Preparer};
-use crate::btf::Type;
+use super::load::{BatchBuilder, Passes, PreparedBatch, Preparer};
+use crate::btf::{Type, TypeKind};
 
 /// Types flattened and hashed in their unit's own ids and strings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,13 +26,17 @@ pub struct LocalBatch {
     unmerged: Vec<u32>,
 }
 
+/// The words of an INT's record: the lead slot's size.
+const INT_WORDS: usize = 4;
+
 impl LocalBatch {
-    /// Number of types.
+    /// Number of types, the lead slot (index 0) included: the unit's `i`-th type
+    /// (from 1) is the batch's `i`-th.
     pub fn len(&self) -> usize {
         self.ends.len()
     }
 
-    /// Whether there are no types.
+    /// Whether there are no types, not even the lead slot.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
@@ -55,17 +61,25 @@ fn pos32(p: usize) -> u32 {
 impl Preparer {
     /// Flattens and hashes `types`, whose ids and string offsets are their unit's
     /// own, names keyed by `keys` (see [`Preparer::prepare`]). Pure: runs anywhere.
+    ///
+    /// Index 0 is the lead slot: an unnamed INT, which [`LocalBatch::into_prepared`]
+    /// replaces and [`BatchBuilder::push_local`] leaves out.
     pub fn prepare_local(&self, types: &[Type], keys: impl Fn(u32) -> u64) -> LocalBatch {
-        let n = types.len();
+        let n = types.len() + 1;
+        let words = INT_WORDS + types.iter().map(|t| t.record_len() / 4).sum::<usize>();
         let mut b = LocalBatch {
-            words: Vec::with_capacity(types.iter().map(|t| t.record_len() / 4).sum()),
+            words: Vec::with_capacity(words),
             ends: Vec::with_capacity(n),
             refs: Vec::with_capacity(2 * n),
             strs: Vec::with_capacity(2 * n),
             passes: Passes::for_types(n),
             unmerged: Vec::new(),
         };
-        for (i, t) in (0u32..).zip(types) {
+        push_type(&mut b.words, &lead_placeholder());
+        b.ends.push(pos32(b.words.len()));
+        // Its hash is the filled slot's.
+        b.passes.prims.push((0, 0));
+        for (i, t) in (1u32..).zip(types) {
             let start = b.words.len();
             push_type(&mut b.words, t);
             let r = &b.words[start..];
@@ -94,6 +108,81 @@ impl Preparer {
             b.ends.push(pos32(b.words.len()));
         }
         b
+    }
+}
+
+/// What the lead slot holds until it is filled: an INT, so that the slot's record
+/// has the size of the type that fills it.
+fn lead_placeholder() -> Type {
+    Type {
+        name: crate::btf::StrOffset::EMPTY,
+        kind: TypeKind::int(32, 0),
+    }
+}
+
+impl LocalBatch {
+    /// The batch of `by`'s dedup: `lead` (an INT, in the batch's ids and strings)
+    /// in the lead slot, then the unit's types, each id `x` (not void) rewritten to
+    /// `id(x)` and each string `s` (not the empty one) to `string(s)`, in place.
+    /// What a [`BatchBuilder`] would build from `lead` and then the whole of this
+    /// batch ([`BatchBuilder::push_local`]), without copying it. `lead`'s name is
+    /// keyed by `keys`. Gives the batch back if `lead` is not an INT.
+    pub fn into_prepared(
+        mut self,
+        by: Preparer,
+        lead: &Type,
+        keys: &impl Fn(u32) -> u64,
+        id: impl Fn(u32) -> u32,
+        string: impl Fn(u32) -> u32,
+    ) -> Result<PreparedBatch, Box<LocalBatch>> {
+        if !matches!(lead.kind, TypeKind::Int { .. }) || self.is_empty() {
+            return Err(Box::new(self));
+        }
+        let mut slot = Vec::with_capacity(INT_WORDS);
+        push_type(&mut slot, lead);
+        self.words[..INT_WORDS].copy_from_slice(&slot);
+        let Some(h) = hash::prim_hash(Rec::new(&slot), keys) else {
+            return Err(Box::new(self));
+        };
+        self.passes.prims[0] = (0, h);
+        let mut max_str = lead.name.0;
+        for &q in &self.strs {
+            let w = &mut self.words[q as usize];
+            *w = string(*w);
+            max_str = max_str.max(*w);
+        }
+        // As `BatchBuilder::note_ref`: ids past the batch's last are an error (the
+        // first one is reported), ids of the batch's own types are noted. The
+        // positions of `refs` ascend, so the own ones are kept in its place.
+        let last_local = by.base_types.saturating_add(pos32(self.len()));
+        let mut bad_ref = None;
+        let mut own = 0;
+        let mut t = 0;
+        for k in 0..self.refs.len() {
+            let q = self.refs[k];
+            while self.ends[t] <= q {
+                t += 1;
+            }
+            let x = id(self.words[q as usize]);
+            self.words[q as usize] = x;
+            if x > last_local {
+                bad_ref.get_or_insert((pos32(t), x));
+            } else if x > by.base_types {
+                self.refs[own] = q;
+                own += 1;
+            }
+        }
+        self.refs.truncate(own);
+        Ok(PreparedBatch {
+            by,
+            words: self.words,
+            ends: self.ends,
+            own_refs: self.refs,
+            passes: self.passes,
+            unmerged: self.unmerged,
+            bad_ref,
+            max_str,
+        })
     }
 }
 
@@ -163,5 +252,63 @@ impl BatchBuilder {
         self.p
             .unmerged
             .extend(within(&b.unmerged, |i| i, &range).map(shift));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::{Member, StrOffset, TypeId};
+    use crate::dedup::Compat;
+
+    /// Filling the lead slot in place gives the batch a builder splices from the
+    /// same INT and the whole local batch: words, ends, own ids, passes, hashes, the
+    /// largest string and the first reference past the batch.
+    #[test]
+    fn filled_in_place_equals_spliced() {
+        let by = Preparer {
+            base_types: 10,
+            compat: Compat::Upstream,
+        };
+        let t = |name: u32, kind| Type {
+            name: StrOffset(name),
+            kind,
+        };
+        let member = |name: u32, ty: u32| Member {
+            name: StrOffset(name),
+            type_id: TypeId(ty),
+            offset: 0,
+        };
+        for past in [false, true] {
+            let types = vec![
+                t(1, TypeKind::int(32, 1)),
+                t(0, TypeKind::Ptr(TypeId(3))),
+                t(
+                    2,
+                    TypeKind::Struct(crate::btf::Composite {
+                        size: 8,
+                        kflag: false,
+                        members: vec![member(3, 2), member(0, 1)],
+                    }),
+                ),
+                t(0, TypeKind::Ptr(TypeId(if past { 50 } else { 0 }))),
+                t(4, TypeKind::Typedef(TypeId(3))),
+            ];
+            let local = by.prepare_local(&types, |o| u64::from(o) * 7919);
+            // Named past every rewritten string: the largest is the lead's.
+            let lead = t(5000, TypeKind::int(32, 1));
+            let keys = |o: u32| u64::from(o) * 31;
+            let id = |x: u32| x + by.base_types + 1;
+            let string = |o: u32| o + 1000;
+            let mut b = by.builder(local.len());
+            b.push_type(&lead, &keys);
+            b.push_local(&local, 1..pos32(local.len()), id, string);
+            let spliced = b.finish();
+            let filled = local
+                .into_prepared(by, &lead, &keys, id, string)
+                .expect("an INT fills the slot");
+            assert_eq!(filled, spliced);
+            assert_eq!(filled.bad_ref.is_some(), past);
+        }
     }
 }
