@@ -18,6 +18,17 @@ impl FuncEncoder {
         let features = st.features().clone();
         // Stable: the states of one function stay in unit order.
         self.saved.sort_by_key(|s| s.func);
+        // Room for a FUNC_PROTO and a FUNC per function and their decl tags, made
+        // once: grown by doubling, the run's largest vector (the kept types) would
+        // be copied into one of twice its size, the run's peak of memory.
+        let funcs = 1 + self
+            .saved
+            .windows(2)
+            .filter(|w| w[0].func != w[1].func)
+            .count();
+        st.btf_mut()
+            .types_mut()
+            .reserve(2 * funcs + self.annots.len());
         let syms = Arc::clone(&self.syms);
         let mut i = 0;
         while i < self.saved.len() {
