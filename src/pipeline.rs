@@ -20,7 +20,7 @@
 use crate::btf::{self, Btf};
 use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
-use crate::elf::ElfInput;
+use crate::elf::{ElfInput, MappedElf};
 use crate::encode::{
     encode_unit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch, UnitContext,
 };
@@ -127,9 +127,9 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<Vec<FuncSkip>, Error> {
     let t = tuning.timings;
     let base = phase(t, "read the base BTF", || load_base(opts))?;
-    let (bytes, skips) = encode_bytes_reported(opts, tuning, base.clone())?;
+    let (bytes, skips, input) = encode_input_bytes(opts, tuning, base.clone())?;
     phase(t, "write", || {
-        crate::emit::write_output(opts, bytes, base.as_ref())
+        crate::emit::write_output(opts, &input, bytes, base.as_ref())
     })?;
     Ok(skips)
 }
@@ -154,6 +154,16 @@ pub fn encode_bytes_reported(
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
 ) -> Result<(Vec<u8>, Vec<FuncSkip>), Error> {
+    let (bytes, skips, _) = encode_input_bytes(opts, tuning, base)?;
+    Ok((bytes, skips))
+}
+
+/// [`encode_bytes_reported`], with the input's mapping kept for the writer.
+fn encode_input_bytes(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+) -> Result<(Vec<u8>, Vec<FuncSkip>, MappedElf), Error> {
     let mut sink = match tuning.dedup.resolve(base.is_some()) {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
@@ -161,7 +171,9 @@ pub fn encode_bytes_reported(
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
-    let (state, fin, skips) = encode_units(opts, tuning, base, &mut sink)?;
+    let input = open_input(opts, tuning)?;
+    let (state, fin, skips) = encode_units(opts, tuning, &input, base, &mut sink)?;
+    let input = input.into_mapped();
     let bytes = phase(tuning.timings, "final dedup", || match fin {
         // The kept types and the function types: the final pass of the incremental
         // dedup, which starts from what the units settled.
@@ -170,7 +182,7 @@ pub fn encode_bytes_reported(
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}"))),
         None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
     })?;
-    Ok((bytes, skips))
+    Ok((bytes, skips, input))
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
@@ -197,12 +209,29 @@ pub fn encode_file_reported(
     opts: &Options,
     base: Option<Arc<Btf>>,
 ) -> Result<(Btf, Vec<FuncSkip>), Error> {
+    let (btf, skips, _) = encode_input_file(opts, base)?;
+    Ok((btf, skips))
+}
+
+/// [`encode_file_reported`], with the input's mapping kept for the writer.
+pub(crate) fn encode_input_file(
+    opts: &Options,
+    base: Option<Arc<Btf>>,
+) -> Result<(Btf, Vec<FuncSkip>, MappedElf), Error> {
     let tuning = Tuning {
         dedup: DedupMode::OneShot,
         ..Tuning::default()
     };
-    let (state, _, skips) = encode_units(opts, &tuning, base, &mut None)?;
-    Ok((state.finish(), skips))
+    let input = open_input(opts, &tuning)?;
+    let (state, _, skips) = encode_units(opts, &tuning, &input, base, &mut None)?;
+    Ok((state.finish(), skips, input.into_mapped()))
+}
+
+/// Opens `opts.input`: the one mapping and parse of the run, which the writer reuses.
+fn open_input(opts: &Options, tuning: &Tuning) -> Result<ElfInput, Error> {
+    phase(tuning.timings, "open the input", || {
+        ElfInput::open(&opts.input)
+    })
 }
 
 /// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
@@ -276,17 +305,17 @@ fn parse_unit<'i>(
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
+    input: &ElfInput,
     base: Option<Arc<Btf>>,
     sink: &mut Option<Incremental>,
 ) -> Result<(EncoderState, Option<FinalPass>, Vec<FuncSkip>), Error> {
     let t = tuning.timings;
-    let input = phase(t, "open the input", || ElfInput::open(&opts.input))?;
-    let dw = phase(t, "list its units", || DwarfInput::new(&input))?;
+    let dw = phase(t, "list its units", || DwarfInput::new(input))?;
     let little = input.is_little_endian();
     let state = EncoderState::new(base, opts.features.clone(), little);
     // An LTO build, which pahole reads as one merged unit: the groups of units that
     // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
-    let groups = if lto::merges_units(&input, &dw)? {
+    let groups = if lto::merges_units(input, &dw)? {
         Some(lto::groups(&dw)?)
     } else {
         None
@@ -309,7 +338,7 @@ fn encode_units(
         (None, 1) => 2,
         (None, w) => w + 1,
     });
-    let mut release = InputRelease::new(&input);
+    let mut release = InputRelease::new(input);
     // Emptied arenas and encoder buffers, for the next units: a unit's data is freed
     // in one step once it is encoded, and the arena's largest chunk is kept (see
     // `CuArena::reset`). At most window + workers of each ever exist.
@@ -320,7 +349,7 @@ fn encode_units(
     let shared: OnceLock<Result<Shared, String>> = OnceLock::new();
     let shared_init = || {
         shared.get_or_init(|| {
-            new_shared(&input, &opts.features, little, merged).map_err(|e| e.to_string())
+            new_shared(input, &opts.features, little, merged).map_err(|e| e.to_string())
         })
     };
     // The incremental dedup's batches are prepared on the workers.
@@ -365,7 +394,7 @@ fn encode_units(
                 .add(unit, funcs)
                 .map_err(|e| dw.unit_error(units.start, e))?;
             // Pages go up to the group's last unit.
-            release.after_unit(&input, &dw, units.end - 1, loclists_start);
+            release.after_unit(input, &dw, units.end - 1, loclists_start);
             Ok(())
         })
     };
