@@ -20,7 +20,7 @@
 use crate::btf::{self, Btf};
 use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
-use crate::elf::{ElfInput, MappedElf};
+use crate::elf::{ElfError, ElfInput, MappedElf};
 use crate::encode::{
     encode_unit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch, UnitContext,
 };
@@ -28,7 +28,7 @@ use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
 use crate::Error;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 mod ordered;
@@ -346,12 +346,8 @@ fn encode_units(
     let scratch: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
     // The symbol tables, read by the first worker that needs them (the others wait):
     // every unit's functions and variables are selected against them.
-    let shared: OnceLock<Result<Shared, String>> = OnceLock::new();
-    let shared_init = || {
-        shared.get_or_init(|| {
-            new_shared(input, &opts.features, little, merged).map_err(|e| e.to_string())
-        })
-    };
+    let shared: OnceLock<Result<Shared, ElfError>> = OnceLock::new();
+    let shared_init = || shared.get_or_init(|| new_shared(input, &opts.features, little, merged));
     // The incremental dedup's batches are prepared on the workers.
     let preparer = sink.as_ref().map(Incremental::preparer);
     let produce = |idx: usize| {
@@ -361,7 +357,7 @@ fn encode_units(
             let unit = parse_unit(&dw, units.clone(), merged, &opts.lang_exclude, arena)?;
             let ctx = match shared_init() {
                 Ok(s) => &s.ctx,
-                Err(e) => return Err(Error::Msg(e.clone())),
+                Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
             let mut sc = lock(&scratch).pop().unwrap_or_default();
             let encoded = encode_unit(unit.borrow_dependent(), ctx, &mut sc);
@@ -388,7 +384,7 @@ fn encode_units(
             let units = units_of(item);
             let funcs = match &mut funcs {
                 Some(f) => f,
-                None => funcs.insert(new_funcs(shared_init())?),
+                None => funcs.insert(new_funcs(shared_init(), &opts.input)?),
             };
             ordered
                 .add(unit, funcs)
@@ -407,7 +403,7 @@ fn encode_units(
     })?;
     let funcs = match funcs {
         Some(f) => f,
-        None => new_funcs(shared_init())?,
+        None => new_funcs(shared_init(), &opts.input)?,
     };
     let ordered::Ordered { mut state, inc, .. } = ordered;
     let mut fin = None;
@@ -456,9 +452,9 @@ struct Shared {
     merged: bool,
 }
 
-/// The run's function encoder, over the shared tables.
-fn new_funcs(shared: &Result<Shared, String>) -> Result<FuncEncoder, Error> {
-    let s = shared.as_ref().map_err(|e| Error::Msg(e.clone()))?;
+/// The run's function encoder, over the shared tables of `input`.
+fn new_funcs(shared: &Result<Shared, ElfError>, input: &Path) -> Result<FuncEncoder, Error> {
+    let s = shared.as_ref().map_err(|e| e.clone().in_file(input))?;
     Ok(FuncEncoder::new(
         Arc::clone(&s.syms),
         s.kfuncs.clone(),
@@ -534,7 +530,7 @@ fn new_shared(
     features: &Features,
     little_endian: bool,
     merged: bool,
-) -> Result<Shared, Error> {
+) -> Result<Shared, ElfError> {
     let (syms, kfuncs) = input.symbol_tables(features.decl_tag_kfuncs)?;
     let rules = FuncRules::new(Arc::clone(&syms), features);
     Ok(Shared {

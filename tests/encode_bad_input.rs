@@ -73,6 +73,25 @@ fn not_an_elf() {
     expect_failure(&f, "not an ELF file");
 }
 
+/// The library's error for a file that is not ELF is the typed ELF variant, naming
+/// the file, with the text the command prints.
+#[test]
+fn not_an_elf_is_a_typed_error() {
+    let f = tmp("notelf-typed");
+    std::fs::write(&f, b"hello, this is text\n").unwrap();
+    let Err(err) = dwarf2btf::elf::ElfInput::open(&f) else {
+        panic!("{}: opened as ELF", f.display());
+    };
+    assert_eq!(err.to_string(), format!("{}: not an ELF file", f.display()));
+    match err {
+        dwarf2btf::Error::Elf { path, err } => {
+            assert_eq!(path, f);
+            assert_eq!(err, dwarf2btf::elf::ElfError::NotElf);
+        }
+        other => panic!("not an ELF error: {other:?}"),
+    }
+}
+
 #[test]
 fn empty_file() {
     let f = tmp("empty");

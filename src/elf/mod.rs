@@ -188,15 +188,16 @@ impl ElfInput {
     /// The tables the function and variable encoders need, from the one parse: the
     /// symbols (those opening the file read, else read now) and, if `kfuncs`, the
     /// kfunc sets (else none). Both are owned, so the pages of `.symtab` and
-    /// `.strtab` are given back afterwards.
-    pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), Error> {
+    /// `.strtab` are given back afterwards. An error is the file's
+    /// ([`ElfError::in_file`] names it): the encoder shares it between its workers.
+    pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), ElfError> {
         let elf = self.elf();
         let syms = match self.parsed_symbols() {
             Some(syms) => syms,
-            None => Arc::new(ElfSymbols::from_elf(elf).map_err(|e| e.in_file(self.path()))?),
+            None => Arc::new(ElfSymbols::from_elf(elf)?),
         };
         let kfuncs = if kfuncs {
-            Kfuncs::from_elf(elf).map_err(|e| e.in_file(self.path()))?
+            Kfuncs::from_elf(elf)?
         } else {
             Kfuncs::default()
         };
