@@ -190,12 +190,10 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
     encode_file_over(opts, load_base(opts)?)
 }
 
-/// Reads `--btf_base`, if given.
+/// Reads `--btf_base`, if given, with the reader's structural checks: the output is
+/// validated over it before it is written.
 pub fn load_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
-    opts.btf_base
-        .as_deref()
-        .map(|p| read_base(p).map(Arc::new))
-        .transpose()
+    btf::read::read_base(opts.btf_base.as_deref(), false)
 }
 
 /// [`encode_file`] over a base already read (`opts.btf_base` is not read again), so
@@ -539,15 +537,6 @@ fn new_shared(
         kfuncs,
         merged,
     })
-}
-
-/// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
-/// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
-fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
-    let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
-    btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
 
 /// The dedup of [`dedup_output`] with `base` indexed once, for many modules over it.
