@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 mod pahole;
 
 use pahole::run_pahole;
-pub use pahole::{parse_pahole_args, parse_pahole_cmdline, PaholeCommand, PAHOLE_VERSION};
+pub use pahole::{
+    parse_pahole_args, parse_pahole_cmdline, EncodeCommand, PaholeCommand, PAHOLE_VERSION,
+};
 
 /// The synopsis of every mode.
 const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [-V|--verbose] [--btf_features=LIST] \
