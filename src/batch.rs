@@ -85,13 +85,13 @@ fn one(
         jobs: 1,
         ..opts.clone()
     };
-    let (btf, skips) = pipeline::encode_file_reported(&opts, base.clone())?;
+    let (btf, skips, elf) = pipeline::encode_input_file(&opts, base.clone())?;
     let bytes = match prepared {
         Some(p) => p
             .dedup_bytes_owned_encoded(btf)
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         None => pipeline::dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?,
     };
-    crate::emit::write_output(&opts, bytes, base.as_ref())?;
+    crate::emit::write_output(&opts, &elf, bytes, base.as_ref())?;
     Ok(skips)
 }

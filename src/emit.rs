@@ -3,15 +3,22 @@
 //! and the `distilled_base` feature, `.BTF` relative to a distilled `.BTF.base`.
 
 use crate::btf::{self, Btf};
+use crate::elf::MappedElf;
 use crate::pipeline::Options;
 use crate::Error;
 use std::path::Path;
 use std::sync::Arc;
 
 /// Writes the deduplicated BTF `bytes` of `opts.input` (split over `base` when
-/// `--btf_base` was given) where `opts` says. Every write is atomic: on failure the
-/// input and any existing output are untouched.
-pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> Result<(), Error> {
+/// `--btf_base` was given) where `opts` says; `input` is that file as the run mapped
+/// it, which a write into the ELF copies. Every write is atomic: on failure the input
+/// and any existing output are untouched.
+pub fn write_output(
+    opts: &Options,
+    input: &MappedElf,
+    bytes: Vec<u8>,
+    base: Option<&Arc<Btf>>,
+) -> Result<(), Error> {
     check_encoded(&opts.input, &bytes, base)?;
     match (&opts.detached, base) {
         // pahole distils only when it writes into the ELF; a detached file is the
@@ -21,17 +28,18 @@ pub fn write_output(opts: &Options, bytes: Vec<u8>, base: Option<&Arc<Btf>>) -> 
             let (split, dist_base) = distill_bytes(&bytes, base)
                 .map_err(|e| Error::file(&opts.input, format!("distilled base: {e}")))?;
             // pahole adds .BTF, then .BTF.base.
-            crate::elf_write::write_sections_in_place(
-                &opts.input,
+            crate::elf_write::write_sections_into(
+                input,
                 &[(".BTF", split), (".BTF.base", dist_base)],
+                None,
             )
         }
         // A `.BTF.base` left by an earlier distilled encoding would make the loader
         // read the new `.BTF` (relative to the whole base) as relative to that
         // distilled base: refuse rather than write a module that loads with wrong
         // types.
-        (None, _) => crate::elf_write::write_sections_unless(
-            &opts.input,
+        (None, _) => crate::elf_write::write_sections_into(
+            input,
             &[(".BTF", bytes)],
             Some((".BTF.base", STALE_DISTILLED_BASE)),
         ),

@@ -20,6 +20,13 @@ pub enum Error {
         /// What is wrong.
         err: crate::btf::BtfError,
     },
+    /// An input ELF file is malformed or lacks what encoding needs.
+    Elf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        err: crate::elf::ElfError,
+    },
     /// The DWARF of a file is malformed or not supported: where (unit, DIE) and what.
     Dwarf {
         /// The file.
@@ -58,6 +65,14 @@ impl Error {
         }
     }
 
+    /// An ELF error in `path`.
+    pub fn elf(path: &Path, err: crate::elf::ElfError) -> Error {
+        Error::Elf {
+            path: path.to_path_buf(),
+            err,
+        }
+    }
+
     /// A DWARF error in `path`.
     pub fn dwarf(path: &Path, err: crate::dwarf::error::DwarfError) -> Error {
         Error::Dwarf {
@@ -80,6 +95,7 @@ impl fmt::Display for Error {
         match self {
             Error::Io { path, err } => write!(f, "{}: {err}", path.display()),
             Error::Btf { path, err } => write!(f, "{}: {err}", path.display()),
+            Error::Elf { path, err } => write!(f, "{}: {err}", path.display()),
             Error::Dwarf { path, err } => write!(f, "{}: {err}", path.display()),
             Error::File { path, msg } => write!(f, "{}: {msg}", path.display()),
             Error::Msg(msg) | Error::Refused(msg) => f.write_str(msg),
@@ -92,6 +108,7 @@ impl std::error::Error for Error {
         match self {
             Error::Io { err, .. } => Some(err),
             Error::Btf { err, .. } => Some(err),
+            Error::Elf { err, .. } => Some(err),
             Error::Dwarf { err, .. } => Some(&**err),
             _ => None,
         }

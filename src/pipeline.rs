@@ -20,7 +20,7 @@
 use crate::btf::{self, Btf};
 use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
-use crate::elf::ElfInput;
+use crate::elf::{ElfError, ElfInput, MappedElf};
 use crate::encode::{
     encode_unit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch, UnitContext,
 };
@@ -28,7 +28,7 @@ use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
 use crate::Error;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 mod ordered;
@@ -127,9 +127,9 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<Vec<FuncSkip>, Error> {
     let t = tuning.timings;
     let base = phase(t, "read the base BTF", || load_base(opts))?;
-    let (bytes, skips) = encode_bytes_reported(opts, tuning, base.clone())?;
+    let (bytes, skips, input) = encode_input_bytes(opts, tuning, base.clone())?;
     phase(t, "write", || {
-        crate::emit::write_output(opts, bytes, base.as_ref())
+        crate::emit::write_output(opts, &input, bytes, base.as_ref())
     })?;
     Ok(skips)
 }
@@ -154,6 +154,16 @@ pub fn encode_bytes_reported(
     tuning: &Tuning,
     base: Option<Arc<Btf>>,
 ) -> Result<(Vec<u8>, Vec<FuncSkip>), Error> {
+    let (bytes, skips, _) = encode_input_bytes(opts, tuning, base)?;
+    Ok((bytes, skips))
+}
+
+/// [`encode_bytes_reported`], with the input's mapping kept for the writer.
+fn encode_input_bytes(
+    opts: &Options,
+    tuning: &Tuning,
+    base: Option<Arc<Btf>>,
+) -> Result<(Vec<u8>, Vec<FuncSkip>, MappedElf), Error> {
     let mut sink = match tuning.dedup.resolve(base.is_some()) {
         DedupMode::OneShot | DedupMode::Auto => None,
         DedupMode::Incremental => Some(
@@ -161,7 +171,9 @@ pub fn encode_bytes_reported(
                 .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         ),
     };
-    let (state, fin, skips) = encode_units(opts, tuning, base, &mut sink)?;
+    let input = open_input(opts, tuning)?;
+    let (state, fin, skips) = encode_units(opts, tuning, &input, base, &mut sink)?;
+    let input = input.into_mapped();
     let bytes = phase(tuning.timings, "final dedup", || match fin {
         // The kept types and the function types: the final pass of the incremental
         // dedup, which starts from what the units settled.
@@ -170,7 +182,7 @@ pub fn encode_bytes_reported(
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}"))),
         None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
     })?;
-    Ok((bytes, skips))
+    Ok((bytes, skips, input))
 }
 
 /// Encodes every type of the input's DWARF into one BTF (before dedup).
@@ -178,12 +190,10 @@ pub fn encode_file(opts: &Options) -> Result<Btf, Error> {
     encode_file_over(opts, load_base(opts)?)
 }
 
-/// Reads `--btf_base`, if given.
+/// Reads `--btf_base`, if given, with the reader's structural checks: the output is
+/// validated over it before it is written.
 pub fn load_base(opts: &Options) -> Result<Option<Arc<Btf>>, Error> {
-    opts.btf_base
-        .as_deref()
-        .map(|p| read_base(p).map(Arc::new))
-        .transpose()
+    btf::read::read_base(opts.btf_base.as_deref(), false)
 }
 
 /// [`encode_file`] over a base already read (`opts.btf_base` is not read again), so
@@ -197,12 +207,29 @@ pub fn encode_file_reported(
     opts: &Options,
     base: Option<Arc<Btf>>,
 ) -> Result<(Btf, Vec<FuncSkip>), Error> {
+    let (btf, skips, _) = encode_input_file(opts, base)?;
+    Ok((btf, skips))
+}
+
+/// [`encode_file_reported`], with the input's mapping kept for the writer.
+pub(crate) fn encode_input_file(
+    opts: &Options,
+    base: Option<Arc<Btf>>,
+) -> Result<(Btf, Vec<FuncSkip>, MappedElf), Error> {
     let tuning = Tuning {
         dedup: DedupMode::OneShot,
         ..Tuning::default()
     };
-    let (state, _, skips) = encode_units(opts, &tuning, base, &mut None)?;
-    Ok((state.finish(), skips))
+    let input = open_input(opts, &tuning)?;
+    let (state, _, skips) = encode_units(opts, &tuning, &input, base, &mut None)?;
+    Ok((state.finish(), skips, input.into_mapped()))
+}
+
+/// Opens `opts.input`: the one mapping and parse of the run, which the writer reuses.
+fn open_input(opts: &Options, tuning: &Tuning) -> Result<ElfInput, Error> {
+    phase(tuning.timings, "open the input", || {
+        ElfInput::open(&opts.input)
+    })
 }
 
 /// The worker threads for `-j jobs`: `jobs`, but no more than the CPUs the process
@@ -276,17 +303,17 @@ fn parse_unit<'i>(
 fn encode_units(
     opts: &Options,
     tuning: &Tuning,
+    input: &ElfInput,
     base: Option<Arc<Btf>>,
     sink: &mut Option<Incremental>,
 ) -> Result<(EncoderState, Option<FinalPass>, Vec<FuncSkip>), Error> {
     let t = tuning.timings;
-    let input = phase(t, "open the input", || ElfInput::open(&opts.input))?;
-    let dw = phase(t, "list its units", || DwarfInput::new(&input))?;
+    let dw = phase(t, "list its units", || DwarfInput::new(input))?;
     let little = input.is_little_endian();
     let state = EncoderState::new(base, opts.features.clone(), little);
     // An LTO build, which pahole reads as one merged unit: the groups of units that
     // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
-    let groups = if lto::merges_units(&input, &dw)? {
+    let groups = if lto::merges_units(input, &dw)? {
         Some(lto::groups(&dw)?)
     } else {
         None
@@ -309,7 +336,7 @@ fn encode_units(
         (None, 1) => 2,
         (None, w) => w + 1,
     });
-    let mut release = InputRelease::new(&input);
+    let mut release = InputRelease::new(input);
     // Emptied arenas and encoder buffers, for the next units: a unit's data is freed
     // in one step once it is encoded, and the arena's largest chunk is kept (see
     // `CuArena::reset`). At most window + workers of each ever exist.
@@ -317,12 +344,8 @@ fn encode_units(
     let scratch: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
     // The symbol tables, read by the first worker that needs them (the others wait):
     // every unit's functions and variables are selected against them.
-    let shared: OnceLock<Result<Shared, String>> = OnceLock::new();
-    let shared_init = || {
-        shared.get_or_init(|| {
-            new_shared(&input, &opts.features, little, merged).map_err(|e| e.to_string())
-        })
-    };
+    let shared: OnceLock<Result<Shared, ElfError>> = OnceLock::new();
+    let shared_init = || shared.get_or_init(|| new_shared(input, &opts.features, little, merged));
     // The incremental dedup's batches are prepared on the workers.
     let preparer = sink.as_ref().map(Incremental::preparer);
     let produce = |idx: usize| {
@@ -332,7 +355,7 @@ fn encode_units(
             let unit = parse_unit(&dw, units.clone(), merged, &opts.lang_exclude, arena)?;
             let ctx = match shared_init() {
                 Ok(s) => &s.ctx,
-                Err(e) => return Err(Error::Msg(e.clone())),
+                Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
             let mut sc = lock(&scratch).pop().unwrap_or_default();
             let encoded = encode_unit(unit.borrow_dependent(), ctx, &mut sc);
@@ -359,13 +382,13 @@ fn encode_units(
             let units = units_of(item);
             let funcs = match &mut funcs {
                 Some(f) => f,
-                None => funcs.insert(new_funcs(shared_init())?),
+                None => funcs.insert(new_funcs(shared_init(), &opts.input)?),
             };
             ordered
                 .add(unit, funcs)
                 .map_err(|e| dw.unit_error(units.start, e))?;
             // Pages go up to the group's last unit.
-            release.after_unit(&input, &dw, units.end - 1, loclists_start);
+            release.after_unit(input, &dw, units.end - 1, loclists_start);
             Ok(())
         })
     };
@@ -378,7 +401,7 @@ fn encode_units(
     })?;
     let funcs = match funcs {
         Some(f) => f,
-        None => new_funcs(shared_init())?,
+        None => new_funcs(shared_init(), &opts.input)?,
     };
     let ordered::Ordered { mut state, inc, .. } = ordered;
     let mut fin = None;
@@ -427,9 +450,9 @@ struct Shared {
     merged: bool,
 }
 
-/// The run's function encoder, over the shared tables.
-fn new_funcs(shared: &Result<Shared, String>) -> Result<FuncEncoder, Error> {
-    let s = shared.as_ref().map_err(|e| Error::Msg(e.clone()))?;
+/// The run's function encoder, over the shared tables of `input`.
+fn new_funcs(shared: &Result<Shared, ElfError>, input: &Path) -> Result<FuncEncoder, Error> {
+    let s = shared.as_ref().map_err(|e| e.clone().in_file(input))?;
     Ok(FuncEncoder::new(
         Arc::clone(&s.syms),
         s.kfuncs.clone(),
@@ -505,7 +528,7 @@ fn new_shared(
     features: &Features,
     little_endian: bool,
     merged: bool,
-) -> Result<Shared, Error> {
+) -> Result<Shared, ElfError> {
     let (syms, kfuncs) = input.symbol_tables(features.decl_tag_kfuncs)?;
     let rules = FuncRules::new(Arc::clone(&syms), features);
     Ok(Shared {
@@ -514,15 +537,6 @@ fn new_shared(
         kfuncs,
         merged,
     })
-}
-
-/// Reads the base BTF (raw, or the `.BTF` of an ELF such as vmlinux) through a
-/// mapping, so that a large vmlinux is not read whole into memory for its `.BTF`.
-fn read_base(path: &std::path::Path) -> Result<Btf, Error> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
-    let (bytes, _) = btf::read::btf_bytes(&map, ".BTF").map_err(|e| Error::btf(path, e))?;
-    btf::read::parse(&bytes, None).map_err(|e| Error::btf(path, e))
 }
 
 /// The dedup of [`dedup_output`] with `base` indexed once, for many modules over it.

@@ -66,11 +66,22 @@ fn expect_failure(input: &Path, what: &str) {
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
 
+/// Text is refused by the command, and by the library with the typed ELF error
+/// that names the file, with the text the command prints.
 #[test]
 fn not_an_elf() {
     let f = tmp("notelf");
     std::fs::write(&f, b"hello, this is text\n").unwrap();
     expect_failure(&f, "not an ELF file");
+    match dwarf2btf::elf::ElfInput::open(&f).map(drop) {
+        Err(dwarf2btf::Error::Elf { path, err }) => {
+            assert_eq!(path, f);
+            assert_eq!(err, dwarf2btf::elf::ElfError::NotElf);
+            let shown = dwarf2btf::Error::Elf { path, err }.to_string();
+            assert_eq!(shown, format!("{}: not an ELF file", f.display()));
+        }
+        other => panic!("not the ELF error: {other:?}"),
+    }
 }
 
 #[test]

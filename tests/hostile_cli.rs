@@ -271,7 +271,19 @@ fn bad_base_btf_fails_cleanly() {
                 std::fs::write(dir.join(name), b).unwrap();
             }
         }
+        // A directory as the base: every mode reads bases through the same reader.
+        let base_dir = dir.join("a_directory.btf");
+        std::fs::create_dir(&base_dir).unwrap();
         let before = listing(&dir);
+        let out = run(&(mode.args)(&input, Some(&base_dir), &dir));
+        expect_clean_failure(
+            &format!("{} --base a directory", mode.name),
+            &out,
+            &base_dir.display().to_string(),
+            &["is a directory"],
+            &dir,
+            &before,
+        );
         for (name, _, problems) in &cases {
             let base = dir.join(name);
             let out = run(&(mode.args)(&input, Some(&base), &dir));

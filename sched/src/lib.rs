@@ -45,9 +45,6 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
-mod stage;
-pub use stage::{ordered_stage, Feeder, Stopped};
-
 /// Which callback failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
@@ -55,8 +52,6 @@ pub enum Stage {
     Produce,
     /// `consume`, running on the token holder.
     Consume,
-    /// The step of an [`ordered_stage`].
-    Step,
 }
 
 impl fmt::Display for Stage {
@@ -64,7 +59,6 @@ impl fmt::Display for Stage {
         f.write_str(match self {
             Stage::Produce => "produce",
             Stage::Consume => "consume",
-            Stage::Step => "ordered stage",
         })
     }
 }

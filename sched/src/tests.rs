@@ -30,9 +30,9 @@ impl Rng {
 }
 
 /// Injected panics start with this; the hook keeps them off stderr.
-pub(crate) const INJECTED: &str = "injected panic";
+const INJECTED: &str = "injected panic";
 
-pub(crate) fn quiet_injected_panics() {
+fn quiet_injected_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
@@ -52,7 +52,7 @@ pub(crate) fn quiet_injected_panics() {
 
 /// Runs `f` on its own thread and fails the test if it takes longer than `secs`: a hang
 /// must show up as a failure, not as a stuck test run.
-pub(crate) fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
+fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
     let (tx, rx) = mpsc::channel();
     let handle = std::thread::spawn(move || {
         let _ = tx.send(f());

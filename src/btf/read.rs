@@ -547,6 +547,20 @@ pub fn read_file_checked(path: &Path, base: Option<Arc<Btf>>) -> Result<Btf, cra
     })
 }
 
+/// Reads the base BTF of a split BTF, if `path` is given: raw, or the `.BTF` of an
+/// ELF file such as vmlinux, through a mapping (a large vmlinux is not read whole for
+/// its `.BTF`). Validated when `checked` (as the kernel checks vmlinux's BTF before a
+/// module's), else with the reader's structural checks only (the encoder validates
+/// its output over the base instead).
+pub fn read_base(path: Option<&Path>, checked: bool) -> Result<Option<Arc<Btf>>, crate::Error> {
+    let read = if checked {
+        read_file_checked
+    } else {
+        read_file
+    };
+    path.map(|p| read(p, None).map(Arc::new)).transpose()
+}
+
 /// Maps `path`, finds its BTF bytes (raw file or ELF section `section`) and calls `f`
 /// on them; errors name the file.
 pub fn with_btf_bytes<T>(

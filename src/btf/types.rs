@@ -102,6 +102,16 @@ impl Kind {
         })
     }
 
+    /// The kind a FWD declares: UNION for a union's (the kflag), else STRUCT.
+    #[inline]
+    pub const fn fwd_declares(union: bool) -> Kind {
+        if union {
+            Kind::Union
+        } else {
+            Kind::Struct
+        }
+    }
+
     /// The name bpftool prints for the kind (`STRUCT`, `FUNC_PROTO`, …).
     pub fn name(self) -> &'static str {
         match self {

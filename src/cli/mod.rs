@@ -11,12 +11,13 @@ use clap::Parser;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 mod pahole;
 
 use pahole::run_pahole;
-pub use pahole::{parse_pahole_args, parse_pahole_cmdline, PaholeCommand, PAHOLE_VERSION};
+pub use pahole::{
+    parse_pahole_args, parse_pahole_cmdline, EncodeCommand, PaholeCommand, PAHOLE_VERSION,
+};
 
 /// The synopsis of every mode.
 const USAGE: &str = "usage: dwarf2btf -J [-j[N]|--jobs[=N]] [-V|--verbose] [--btf_features=LIST] \
@@ -126,21 +127,8 @@ struct ValidateArgs {
     base_btf: Option<PathBuf>,
 }
 
-/// Reads `--base-btf`, if given: validated when `checked` (as the kernel checks
-/// vmlinux's BTF before a module's), else with the reader's structural checks only.
-/// (Encoding reads `--btf_base` through `pipeline::load_base`: its output is
-/// validated over that base instead.)
-fn read_base(base: Option<&Path>, checked: bool) -> Result<Option<Arc<btf::Btf>>, Error> {
-    let read = if checked {
-        btf::read::read_file_checked
-    } else {
-        btf::read::read_file
-    };
-    base.map(|b| read(b, None).map(Arc::new)).transpose()
-}
-
 fn dump(a: DumpArgs) -> Result<(), CliError> {
-    let base = read_base(a.base_btf.as_deref(), !a.no_validate)?;
+    let base = btf::read::read_base(a.base_btf.as_deref(), !a.no_validate)?;
     let btf = if a.no_validate {
         btf::read::read_file(&a.file, base)?
     } else {
@@ -158,7 +146,7 @@ fn dump(a: DumpArgs) -> Result<(), CliError> {
 }
 
 fn validate(a: ValidateArgs) -> Result<(), CliError> {
-    let base = read_base(a.base_btf.as_deref(), true)?;
+    let base = btf::read::read_base(a.base_btf.as_deref(), true)?;
     let path = &a.file;
     let btf = btf::read::with_btf_bytes(path, ".BTF", |bytes| {
         let btf = btf::read::parse(bytes, base)?;
@@ -216,7 +204,7 @@ fn dedup(args: &[OsString]) -> Result<(), Error> {
     }
     let input = input.ok_or_else(|| Error::Msg(format!("dedup: no input file; {usage}")))?;
     let out = out.ok_or_else(|| Error::Msg(format!("dedup: no output file; {usage}")))?;
-    let base = read_base(base.as_deref(), false)?;
+    let base = btf::read::read_base(base.as_deref(), false)?;
     let btf = btf::read::read_file(&input, base)?;
     // By value: the input's type model is freed once the dedup has copied it.
     let bytes = crate::dedup::dedup_bytes_owned(btf, compat)

@@ -22,28 +22,33 @@ pub enum PaholeCommand {
     Version,
     /// `--help` (or argp's `-?`).
     Help,
-    /// `-J …`: encode `inputs` (more than one only without `--btf_encode_detached`).
-    Encode {
-        /// The options; `input` is the first input file.
-        opts: crate::pipeline::Options,
-        /// Every input file, in command-line order.
-        inputs: Vec<PathBuf>,
-        /// Whether `-j`/`--jobs` was given (a batch otherwise uses every core).
-        jobs_given: bool,
-        /// `--dedup=MODE` (dwarf2btf's own option): how the dedup is reached.
-        dedup: crate::pipeline::DedupMode,
-        /// `-V`/`--verbose`: print the functions left out and why, as pahole does.
-        verbose: bool,
-        /// `--time` (dwarf2btf's own option): print where the time went, on stderr.
-        time: bool,
-        /// What pahole prints on stderr while it reads the command line (features
-        /// ignored, under `--verbose`).
-        notes: Vec<String>,
-    },
+    /// `-J …`: encode.
+    Encode(EncodeCommand),
     /// `--supported_btf_features`.
     SupportedFeatures,
     /// `--numeric_version`.
     NumericVersion,
+}
+
+/// An encoding command line (`-J …`): encode `inputs` (more than one only without
+/// `--btf_encode_detached`).
+#[derive(Clone, Debug)]
+pub struct EncodeCommand {
+    /// The options; `input` is the first input file.
+    pub opts: crate::pipeline::Options,
+    /// Every input file, in command-line order.
+    pub inputs: Vec<PathBuf>,
+    /// Whether `-j`/`--jobs` was given (a batch otherwise uses every core).
+    pub jobs_given: bool,
+    /// `--dedup=MODE` (dwarf2btf's own option): how the dedup is reached.
+    pub dedup: crate::pipeline::DedupMode,
+    /// `-V`/`--verbose`: print the functions left out and why, as pahole does.
+    pub verbose: bool,
+    /// `--time` (dwarf2btf's own option): print where the time went, on stderr.
+    pub time: bool,
+    /// What pahole prints on stderr while it reads the command line (features
+    /// ignored, under `--verbose`).
+    pub notes: Vec<String>,
 }
 
 /// pahole options that do something other than encode BTF (pretty-printing, CTF …),
@@ -245,7 +250,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
              deduplicated one-shot)\n{USAGE}"
         )));
     }
-    Ok(PaholeCommand::Encode {
+    Ok(PaholeCommand::Encode(EncodeCommand {
         opts: crate::pipeline::Options {
             input,
             btf_base,
@@ -260,7 +265,7 @@ pub fn parse_pahole_cmdline(args: &[OsString]) -> Result<PaholeCommand, Error> {
         verbose,
         time,
         notes,
-    })
+    }))
 }
 
 /// One feature list; under `--verbose` (given before it), pahole's note of each
@@ -289,8 +294,8 @@ fn feature_list(
 /// [`parse_pahole_cmdline`]).
 pub fn parse_pahole_args(args: &[OsString]) -> Result<crate::pipeline::Options, Error> {
     match parse_pahole_cmdline(args)? {
-        PaholeCommand::Encode { opts, inputs, .. } if inputs.len() == 1 => Ok(opts),
-        PaholeCommand::Encode { .. } => Err(Error::Msg(format!(
+        PaholeCommand::Encode(e) if e.inputs.len() == 1 => Ok(e.opts),
+        PaholeCommand::Encode(_) => Err(Error::Msg(format!(
             "more than one input file given\n{USAGE}"
         ))),
         _ => Err(Error::Msg(format!("not an encoding command line\n{USAGE}"))),
@@ -304,52 +309,48 @@ pub(super) fn run_pahole(args: &[OsString]) -> Result<(), Error> {
         PaholeCommand::NumericVersion => println!("{}", PAHOLE_VERSION[1..].replace('.', "")),
         PaholeCommand::Help => println!("{USAGE}"),
         PaholeCommand::SupportedFeatures => println!("{}", crate::encode::supported_list()),
-        PaholeCommand::Encode {
-            opts,
-            inputs,
-            jobs_given,
-            dedup,
-            verbose,
-            time,
-            notes,
-        } => {
-            for n in &notes {
-                eprintln!("{n}");
-            }
-            // One run per process: its figures live as long as the process.
-            let timings: Option<&'static crate::timing::Timings> =
-                time.then(|| &*Box::leak(Box::default()));
-            let skips = if inputs.len() == 1 {
-                let tuning = crate::pipeline::Tuning {
-                    dedup,
-                    timings,
-                    ..Default::default()
-                };
-                vec![crate::pipeline::run_tuned(&opts, &tuning)?]
-            } else {
-                let workers = if jobs_given {
-                    opts.jobs
-                } else {
-                    std::thread::available_parallelism().map_or(1, |n| n.get())
-                };
-                // Many modules in parallel: only the run's total is timed.
-                crate::batch::run_many(&opts, &inputs, workers)?
-            };
-            if let Some(t) = timings {
-                eprint!("{}", t.report());
-            }
-            // pahole prints these on stdout; nothing else goes there.
-            if verbose {
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                for s in skips.iter().flatten() {
-                    if let Err(e) = writeln!(out, "{s}") {
-                        return Err(Error::Msg(format!("writing to stdout: {e}")));
-                    }
-                }
-                out.flush()
-                    .map_err(|e| Error::Msg(format!("writing to stdout: {e}")))?;
+        PaholeCommand::Encode(cmd) => run_encode(&cmd)?,
+    }
+    Ok(())
+}
+
+/// Runs an encoding command line: one input as pahole, several as a batch.
+fn run_encode(cmd: &EncodeCommand) -> Result<(), Error> {
+    for n in &cmd.notes {
+        eprintln!("{n}");
+    }
+    // One run per process: its figures live as long as the process.
+    let timings: Option<&'static crate::timing::Timings> =
+        cmd.time.then(|| &*Box::leak(Box::default()));
+    let skips = if cmd.inputs.len() == 1 {
+        let tuning = crate::pipeline::Tuning {
+            dedup: cmd.dedup,
+            timings,
+            ..Default::default()
+        };
+        vec![crate::pipeline::run_tuned(&cmd.opts, &tuning)?]
+    } else {
+        let workers = if cmd.jobs_given {
+            cmd.opts.jobs
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        };
+        // Many modules in parallel: only the run's total is timed.
+        crate::batch::run_many(&cmd.opts, &cmd.inputs, workers)?
+    };
+    if let Some(t) = timings {
+        eprint!("{}", t.report());
+    }
+    // pahole prints these on stdout; nothing else goes there.
+    if cmd.verbose {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for s in skips.iter().flatten() {
+            if let Err(e) = writeln!(out, "{s}") {
+                return Err(Error::Msg(format!("writing to stdout: {e}")));
             }
         }
+        out.flush()
+            .map_err(|e| Error::Msg(format!("writing to stdout: {e}")))?;
     }
     Ok(())
 }
@@ -470,19 +471,14 @@ mod tests {
         assert!(cmdline(&["-J", "--btf_features_strict=var,default", "x"]).is_ok());
         // Ignored names are noted under --verbose given before the list only.
         match cmdline(&["-J", "--btf_features=a", "-V", "--btf_features=b,var", "x"]).unwrap() {
-            PaholeCommand::Encode {
-                verbose,
-                notes,
-                opts,
-                ..
-            } => {
-                assert!(verbose && opts.features.var);
-                assert_eq!(notes, ["Ignoring unsupported feature 'b'"]);
+            PaholeCommand::Encode(e) => {
+                assert!(e.verbose && e.opts.features.var);
+                assert_eq!(e.notes, ["Ignoring unsupported feature 'b'"]);
             }
             other => panic!("{other:?}"),
         }
         match cmdline(&["-JV", "x"]).unwrap() {
-            PaholeCommand::Encode { verbose, .. } => assert!(verbose),
+            PaholeCommand::Encode(e) => assert!(e.verbose),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
@@ -503,44 +499,18 @@ mod tests {
         ));
         assert!(matches!(cmdline(&["--help"]), Ok(PaholeCommand::Help)));
         let batch = cmdline(&["-J", "--btf_base", "vmlinux", "a.ko", "b.ko"]).unwrap();
-        let PaholeCommand::Encode {
-            opts,
-            inputs,
-            notes,
-            ..
-        } = &batch
-        else {
+        let PaholeCommand::Encode(e) = &batch else {
             panic!("{batch:?}")
         };
-        assert_eq!(*inputs, [PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
-        assert_eq!(opts.input, PathBuf::from("a.ko"));
-        assert!(notes.is_empty());
-        use crate::pipeline::DedupMode;
-        let quiet = |c: &PaholeCommand| {
-            matches!(
-                c,
-                PaholeCommand::Encode {
-                    verbose: false,
-                    time: false,
-                    ..
-                }
-            )
-        };
-        assert!(quiet(&batch), "{batch:?}");
-        let auto = |c: &PaholeCommand| {
-            matches!(
-                c,
-                PaholeCommand::Encode {
-                    jobs_given: false,
-                    dedup: DedupMode::Auto,
-                    ..
-                }
-            )
-        };
-        assert!(auto(&batch), "{batch:?}");
+        assert_eq!(e.inputs, [PathBuf::from("a.ko"), PathBuf::from("b.ko")]);
+        assert_eq!(e.opts.input, PathBuf::from("a.ko"));
+        assert!(e.notes.is_empty());
+        assert!(!e.verbose && !e.time, "{batch:?}");
+        assert!(!e.jobs_given, "{batch:?}");
+        assert_eq!(e.dedup, crate::pipeline::DedupMode::Auto);
         match cmdline(&["-J", "--dedup=one-shot", "a.ko"]).unwrap() {
-            PaholeCommand::Encode { dedup, .. } => {
-                assert_eq!(dedup, crate::pipeline::DedupMode::OneShot)
+            PaholeCommand::Encode(e) => {
+                assert_eq!(e.dedup, crate::pipeline::DedupMode::OneShot)
             }
             other => panic!("{other:?}"),
         }

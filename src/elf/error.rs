@@ -79,7 +79,7 @@ pub enum RelocProblem {
 impl ElfError {
     /// The error as the crate's [`crate::Error`], naming `path`.
     pub fn in_file(self, path: &Path) -> crate::Error {
-        crate::Error::file(path, self.to_string())
+        crate::Error::elf(path, self)
     }
 }
 

@@ -1,7 +1,8 @@
 //! The input ELF file: mapped once (through [`crate::mmap::map_file`]) and parsed
 //! once ([`ElfFile`]); that one parse serves the DWARF sections located here, the
 //! relocations of a module's DWARF ([`reloc`]), the symbol tables
-//! ([`crate::symbols`]) and the kfunc sets ([`crate::kfuncs`]).
+//! ([`crate::symbols`]) and the kfunc sets ([`crate::kfuncs`]); once the DWARF is
+//! encoded, the writer copies the file from the same mapping ([`MappedElf`]).
 //!
 //! Sections of a linked image (vmlinux) are used in place, straight from the mapping.
 //! Two cases need an owned copy: compressed sections (`SHF_COMPRESSED`, zlib or zstd)
@@ -60,10 +61,40 @@ self_cell::self_cell!(
     }
 );
 
-/// An opened input ELF file.
-pub struct ElfInput {
+/// An input ELF file's one mapping and parse, without its debug sections: what an
+/// [`ElfInput`] leaves once the DWARF is encoded ([`ElfInput::into_mapped`]), kept for
+/// the writer, which copies the file from it with the new `.BTF`.
+pub struct MappedElf {
     path: PathBuf,
     elf: Mapped,
+}
+
+impl MappedElf {
+    /// The file this was read from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The one parse of the file.
+    pub fn elf(&self) -> &ElfFile<'_> {
+        self.elf.borrow_dependent()
+    }
+
+    /// The whole mapped file.
+    pub fn bytes(&self) -> &[u8] {
+        self.elf.borrow_owner()
+    }
+
+    /// The mapping itself, to release pages of consumed parts
+    /// ([`crate::mmap::release_range`]).
+    pub fn map(&self) -> &memmap2::Mmap {
+        self.elf.borrow_owner()
+    }
+}
+
+/// An opened input ELF file.
+pub struct ElfInput {
+    file: MappedElf,
     sections: HashMap<&'static str, SectionData>,
     little_endian: bool,
     relocatable: bool,
@@ -98,8 +129,10 @@ impl ElfInput {
         let sections =
             with_elf!(parsed, f => debug_sections(f, &layout)).map_err(|e| e.in_file(path))?;
         let input = ElfInput {
-            path: path.to_path_buf(),
-            elf,
+            file: MappedElf {
+                path: path.to_path_buf(),
+                elf,
+            },
             sections,
             little_endian,
             relocatable,
@@ -113,7 +146,18 @@ impl ElfInput {
 
     /// The file this was read from.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
+    }
+
+    /// The mapping and parse without the debug sections, whose owned copies (a
+    /// module's relocated DWARF) are freed. The pages of the whole mapping are given
+    /// back, so that keeping it costs no memory while the dedup runs: the writer's
+    /// reads fault them back in.
+    pub fn into_mapped(self) -> MappedElf {
+        let map = self.file.map();
+        // Best effort: a page not given back costs memory, not correctness.
+        let _ = crate::mmap::release_range(map, 0..map.len());
+        self.file
     }
 
     /// Whether the file is little-endian.
@@ -144,15 +188,16 @@ impl ElfInput {
     /// The tables the function and variable encoders need, from the one parse: the
     /// symbols (those opening the file read, else read now) and, if `kfuncs`, the
     /// kfunc sets (else none). Both are owned, so the pages of `.symtab` and
-    /// `.strtab` are given back afterwards.
-    pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), Error> {
+    /// `.strtab` are given back afterwards. An error is the file's
+    /// ([`ElfError::in_file`] names it): the encoder shares it between its workers.
+    pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), ElfError> {
         let elf = self.elf();
         let syms = match self.parsed_symbols() {
             Some(syms) => syms,
-            None => Arc::new(ElfSymbols::from_elf(elf).map_err(|e| e.in_file(&self.path))?),
+            None => Arc::new(ElfSymbols::from_elf(elf)?),
         };
         let kfuncs = if kfuncs {
-            Kfuncs::from_elf(elf).map_err(|e| e.in_file(&self.path))?
+            Kfuncs::from_elf(elf)?
         } else {
             Kfuncs::default()
         };
@@ -171,18 +216,18 @@ impl ElfInput {
 
     /// The one parse of the file.
     pub fn elf(&self) -> &ElfFile<'_> {
-        self.elf.borrow_dependent()
+        self.file.elf()
     }
 
     /// The whole mapped file.
     pub fn bytes(&self) -> &[u8] {
-        self.elf.borrow_owner()
+        self.file.bytes()
     }
 
     /// The mapping itself, to release pages of consumed sections
     /// ([`crate::mmap::ReleaseFront`]).
     pub fn map(&self) -> &memmap2::Mmap {
-        self.elf.borrow_owner()
+        self.file.map()
     }
 }
 

@@ -20,6 +20,7 @@
 mod plan;
 mod reader;
 
+use crate::elf::MappedElf;
 use crate::Error;
 use plan::build_plan;
 use reader::Elf;
@@ -97,16 +98,6 @@ pub fn set_sections(input: &[u8], sections: &[(&str, &[u8])]) -> Result<Vec<u8>,
 /// new file is written next to it and renamed over it, keeping its mode, so on any
 /// failure the original is untouched. A symbolic link is followed, not replaced.
 pub fn write_sections_in_place(path: &Path, sections: &[(&str, Vec<u8>)]) -> Result<(), Error> {
-    write_sections_unless(path, sections, None)
-}
-
-/// [`write_sections_in_place`], refusing with `refusal.1` a file that has a section
-/// named `refusal.0`: the check reads the same mapping and headers as the rewrite.
-pub(crate) fn write_sections_unless(
-    path: &Path,
-    sections: &[(&str, Vec<u8>)],
-    refusal: Option<(&str, &str)>,
-) -> Result<(), Error> {
     let real = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
     let file = std::fs::File::open(&real).map_err(|e| Error::io(path, e))?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
@@ -118,21 +109,47 @@ pub(crate) fn write_sections_unless(
     }
     // The result goes to a new file renamed over this one: the mapping is never written.
     let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
+    write_mapped(path, &real, &map, sections, None)
+}
+
+/// [`write_sections_in_place`] for the input the run encoded, from the mapping it
+/// read the DWARF through (the file is not opened again), refusing with `refusal.1`
+/// a file that has a section named `refusal.0`.
+pub(crate) fn write_sections_into(
+    input: &MappedElf,
+    sections: &[(&str, Vec<u8>)],
+    refusal: Option<(&str, &str)>,
+) -> Result<(), Error> {
+    let path = input.path();
+    let real = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+    write_mapped(path, &real, input.map(), sections, refusal)
+}
+
+/// Rewrites the file at `path` (`real` once symbolic links are followed: the new file
+/// replaces the target, not the link), mapped as `map`, with `sections`; the check
+/// for `refusal` reads the same headers as the rewrite.
+fn write_mapped(
+    path: &Path,
+    real: &Path,
+    map: &memmap2::Mmap,
+    sections: &[(&str, Vec<u8>)],
+    refusal: Option<(&str, &str)>,
+) -> Result<(), Error> {
     let refs: Vec<(&str, &[u8])> = sections.iter().map(|(n, d)| (*n, d.as_slice())).collect();
     let bad = |e: ElfWriteError| Error::file(path, e.to_string());
-    let elf = Elf::parse(&map).map_err(bad)?;
+    let elf = Elf::parse(map).map_err(bad)?;
     if let Some((name, why)) = refusal {
         if elf.find_section(name).map_err(bad)?.is_some() {
             return Err(Error::file(path, why));
         }
     }
     let plan = build_plan(elf, &refs).map_err(bad)?;
-    crate::output::write_atomic_with(&real, |f| {
+    crate::output::write_atomic_with(real, |f| {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         // Copied input pages are not read again: give them back, so rewriting a
         // 340 MB vmlinux does not leave it all resident. Best effort.
         plan.write_to(&mut w, &mut |piece| {
-            let _ = crate::mmap::release_range(&map, piece);
+            let _ = crate::mmap::release_range(map, piece);
         })?;
         w.flush()
     })

@@ -381,10 +381,8 @@ fn array_shape(k: &TypeKind) -> Option<(TypeId, u32)> {
 /// A type's kind for matching, with a FWD counted as the struct or union it
 /// declares.
 fn fwd_kind(t: &Type) -> crate::btf::Kind {
-    use crate::btf::Kind;
     match t.kind {
-        TypeKind::Fwd { union: true } => Kind::Union,
-        TypeKind::Fwd { union: false } => Kind::Struct,
+        TypeKind::Fwd { union } => crate::btf::Kind::fwd_declares(union),
         _ => t.kind(),
     }
 }

@@ -50,29 +50,11 @@ impl<'a> Validator<'a> {
     }
 
     pub(super) fn check_type(&mut self, t: &'a Type) {
+        // PTR, the modifiers, TYPEDEF and TYPE_TAG: their one target.
+        if let Some(r) = t.kind.ref_target() {
+            return self.check_target(r);
+        }
         match &t.kind {
-            TypeKind::Ptr(r)
-            | TypeKind::Volatile(r)
-            | TypeKind::Const(r)
-            | TypeKind::Restrict(r)
-            | TypeKind::Typedef(r)
-            | TypeKind::TypeTag { type_id: r, .. } => {
-                if self.is_source_only(*r) {
-                    self.problem(format!("target {r} is a VAR or DATASEC"));
-                    return;
-                }
-                match self.resolve(*r) {
-                    Resolved::Void | Resolved::Sized(..) | Resolved::Broken => {}
-                    Resolved::Unsized(rt) => {
-                        if !matches!(rt.kind(), Kind::Fwd | Kind::FuncProto) {
-                            self.problem(format!(
-                                "target {r} resolves to a {} (no size)",
-                                rt.kind().name()
-                            ));
-                        }
-                    }
-                }
-            }
             TypeKind::Array {
                 elem_type,
                 index_type,
@@ -141,11 +123,29 @@ impl<'a> Validator<'a> {
                 component_idx,
                 ..
             } => self.check_decl_tag(*type_id, *component_idx),
-            TypeKind::Int { .. }
-            | TypeKind::Enum { .. }
-            | TypeKind::Enum64 { .. }
-            | TypeKind::Fwd { .. }
-            | TypeKind::Float { .. } => {}
+            // INT, ENUM, ENUM64, FWD, FLOAT refer to no type; the kinds with one
+            // target are checked above.
+            _ => {}
+        }
+    }
+
+    /// The target `r` of a PTR, modifier, TYPEDEF or TYPE_TAG: not a VAR or DATASEC,
+    /// and resolving to a type with a size, `void`, a FWD or a FUNC_PROTO.
+    fn check_target(&mut self, r: TypeId) {
+        if self.is_source_only(r) {
+            self.problem(format!("target {r} is a VAR or DATASEC"));
+            return;
+        }
+        match self.resolve(r) {
+            Resolved::Void | Resolved::Sized(..) | Resolved::Broken => {}
+            Resolved::Unsized(rt) => {
+                if !matches!(rt.kind(), Kind::Fwd | Kind::FuncProto) {
+                    self.problem(format!(
+                        "target {r} resolves to a {} (no size)",
+                        rt.kind().name()
+                    ));
+                }
+            }
         }
     }
 

@@ -148,14 +148,10 @@ pub(super) fn compat_fnproto(a: Rec<'_>, b: Rec<'_>) -> bool {
         && (0..a.vlen()).all(|i| a.param_name(i) == b.param_name(i))
 }
 
-/// The FWD's kind: STRUCT, or UNION with the kflag.
+/// The kind the FWD `r` declares: STRUCT, or UNION with the kflag.
 #[inline]
 pub(super) fn fwd_kind(r: Rec<'_>) -> u32 {
-    if r.kflag() {
-        K_UNION
-    } else {
-        K_STRUCT
-    }
+    crate::btf::Kind::fwd_declares(r.kflag()) as u32
 }
 
 /// The hash of the prim pass (INT, ENUM, ENUM64, FWD, FLOAT), if `r` is one.
