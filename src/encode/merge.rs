@@ -391,6 +391,59 @@ fn fwd_kind(t: &Type) -> crate::btf::Kind {
 mod tests {
     use super::*;
 
+    /// A unit of one function record with `parms` (local type and string ids).
+    fn unit(func: u32, parms: &[(u32, u32)]) -> UnitRecords {
+        let mut r = UnitRecords::default();
+        r.funcs.parms = parms
+            .iter()
+            .map(|&(name, t)| Param {
+                name: StrOffset(name),
+                type_id: TypeId(t),
+            })
+            .collect();
+        r.funcs.saved.push(SavedFunc {
+            func,
+            addr: 0x1000,
+            ret: TypeId(1),
+            parms_start: 0,
+            parms_len: offset32(parms.len()),
+            annots_start: 0,
+            annots_len: 0,
+            flags: 0,
+            true_sym: None,
+        });
+        r
+    }
+
+    #[test]
+    fn a_repeated_record_is_not_saved_twice() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sample/sample.o");
+        let data = std::fs::read(&path).expect("examples/sample/sample.o");
+        let syms = ElfSymbols::parse(&path, &data).expect("sample.o's symbols");
+        let mut f = FuncEncoder::new(Arc::new(syms), Kfuncs::default(), false);
+        let strs = [StrOffset(10), StrOffset(20)];
+        // Unit ids map to run ids + 100: the same record from two units is equal
+        // only in the run's ids.
+        let id = |t: TypeId| TypeId(t.0 + 100);
+        f.add_unit(unit(0, &[(1, 1), (2, 1)]), id, &strs);
+        f.add_unit(unit(0, &[(1, 1), (2, 1)]), id, &strs);
+        assert_eq!((f.saved.len(), f.parms.len()), (1, 2), "repeat dropped");
+        // Differing in a parameter's type, in its name, or in the function: kept.
+        f.add_unit(unit(0, &[(1, 1), (2, 2)]), id, &strs);
+        f.add_unit(unit(0, &[(2, 1), (2, 1)]), id, &strs);
+        f.add_unit(unit(1, &[(1, 1), (2, 1)]), id, &strs);
+        assert_eq!((f.saved.len(), f.parms.len()), (4, 8));
+        // The kept records' parameters are where they say, in the run's ids.
+        let last = f.saved[3];
+        let p = &f.parms[last.parms_start as usize..][..last.parms_len as usize];
+        assert_eq!(p[0].name, StrOffset(10));
+        assert_eq!(p[1].type_id, TypeId(101));
+        // And a repeat of a record that is not the last one saved is found too.
+        f.add_unit(unit(0, &[(1, 1), (2, 2)]), id, &strs);
+        assert_eq!((f.saved.len(), f.parms.len()), (4, 8));
+    }
+
     #[test]
     fn types_match_loosely_on_const_and_by_name() {
         let mut btf = Btf::new(None);
