@@ -79,6 +79,7 @@ pub fn parse_cu<'a, 'i: 'a>(
     exclude: &[u16],
 ) -> Result<CuTypes<'a>, crate::Error> {
     let mut acc = Acc::new(bump);
+    acc.reserve_for(dw.unit_end(idx) - dw.unit_start(idx));
     let info = parse_cu_at(dw, idx, bump, exclude, Place::default(), &mut acc)?;
     Ok(acc.finish(info))
 }
@@ -109,6 +110,7 @@ pub fn parse_group<'a, 'i: 'a>(
         ));
     }
     let mut acc = Acc::new(bump);
+    acc.reserve_for(end - start);
     let mut info: Option<UnitInfo<'a>> = None;
     for idx in units {
         let place = Place {
@@ -176,6 +178,19 @@ impl<'a> Acc<'a> {
             nests: Vec::new(),
             bump,
         }
+    }
+
+    /// Room for the DIEs of `bytes` of `.debug_info`, so that the arrays seldom grow
+    /// (each doubling copies the array: 1% of a run's cycles on the corpus vmlinux).
+    /// The corpus vmlinux's units hold a type DIE per 44 bytes (median; 36 for the
+    /// densest tenth) and a function per 880: room for one more per 40 and 512
+    /// bytes is rarely short, and what is not used is never touched.
+    fn reserve_for(&mut self, bytes: u64) {
+        let n = |per: u64| usize::try_from(bytes / per).unwrap_or(0);
+        self.offsets.reserve(n(40));
+        self.types.reserve(n(40));
+        self.funcs.reserve(n(512));
+        self.vars.reserve(n(512));
     }
 
     fn finish(mut self, info: UnitInfo<'a>) -> CuTypes<'a> {
