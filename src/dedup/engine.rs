@@ -178,6 +178,7 @@ impl Engine {
                 for id in 1..=base_types {
                     e.fix_type(id, &strs);
                 }
+                e.table.seal();
                 e.str_start = u32::try_from(strs.len())
                     .map_err(|_| invalid(0, "the base's strings exceed 4 GiB"))?;
                 e.base_strs = Some(StrSet::of_section(strs));

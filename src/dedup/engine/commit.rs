@@ -92,6 +92,7 @@ impl Engine {
             for &k in &keys {
                 self.table.remove_from(k, s);
             }
+            self.table.drop_batch_nodes(s);
             keys.clear();
             self.batch_keys = Some(keys);
             // The prim and struct kinds keep the hash their pass gave them (their
@@ -117,6 +118,7 @@ impl Engine {
                 let h = named.or_else(|| super::hash::ref_prep_hash(self.rec(id)));
                 self.fix_hashed(id, h);
             }
+            self.table.seal();
             self.passes = passes;
         }
         Ok(())
