@@ -129,17 +129,7 @@ impl<'i> Cur<'i> {
             _ => {}
         }
         let b = self.take(n)?;
-        let mut v = 0u64;
-        if self.little {
-            for &x in b.iter().rev() {
-                v = v << 8 | x as u64;
-            }
-        } else {
-            for &x in b {
-                v = v << 8 | x as u64;
-            }
-        }
-        Ok(v)
+        Ok(crate::elf::read_uint(b, self.little))
     }
 
     /// An unsigned LEB128.
