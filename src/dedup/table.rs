@@ -73,6 +73,17 @@ impl CandTable {
         }
     }
 
+    /// The first candidate id under `key` as the table stands (its list not yet
+    /// brought up to date), or `END`: for touching what a look-up of `key` will
+    /// read before it is made (see [`super::engine`]'s passes).
+    #[inline]
+    pub fn peek(&self, key: u64) -> u32 {
+        match self.index.get(&key) {
+            Some(slot) => self.nodes.get(slot.head as usize).map_or(END, |n| n.0),
+            None => END,
+        }
+    }
+
     /// The candidate at `node` and the node after it, or None past the end.
     #[inline]
     pub fn next(&self, node: u32) -> Option<(u32, u32)> {
