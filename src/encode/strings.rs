@@ -238,8 +238,16 @@ pub struct StrIndex {
     /// Strings whose hash an earlier string has: (hash, offset).
     overflow: Vec<(u64, u32)>,
     /// A direct-mapped cache by address, small enough to stay in the CPU cache:
-    /// (address, backing length, offset).
-    recent: Box<[(usize, usize, u32)]>,
+    /// (address, backing length, offset), 16 bytes an entry (see [`cache_len`]).
+    recent: Box<[(usize, u32, u32)]>,
+}
+
+/// A name's length as the address cache keeps it: `u32::MAX` (never kept, so
+/// never found) for one of 4 GiB or more. 16-byte entries instead of 24 keep the
+/// cache within a core's L2 cache.
+#[inline]
+fn cache_len(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
 }
 
 /// log2 of the number of entries of the address cache.
@@ -284,13 +292,16 @@ impl StrIndex {
             return StrOffset::EMPTY;
         }
         let (addr, len) = name.key();
+        let len = cache_len(len);
         let slot = cache_slot(addr, RECENT_BITS);
         let e = self.recent[slot];
         if e.0 == addr && e.1 == len {
             return StrOffset(e.2);
         }
         let off = self.intern_hashed(btf, hash_str(name.bytes()), name.bytes());
-        self.recent[slot] = (addr, len, off.0);
+        if len != u32::MAX {
+            self.recent[slot] = (addr, len, off.0);
+        }
         off
     }
 
@@ -316,16 +327,17 @@ impl StrIndex {
         for i in range {
             let s = unit.strs[i];
             let slot = cache_slot(s.key.0, RECENT_BITS);
+            let len = cache_len(s.key.1);
             if s.key.0 != 0 {
                 let e = self.recent[slot];
-                if e.0 == s.key.0 && e.1 == s.key.1 {
+                if e.0 == s.key.0 && e.1 == len {
                     out.push(StrOffset(e.2));
                     continue;
                 }
             }
             let off = self.intern_hashed(btf, s.hash, unit.bytes(i));
-            if s.key.0 != 0 {
-                self.recent[slot] = (s.key.0, s.key.1, off.0);
+            if s.key.0 != 0 && len != u32::MAX {
+                self.recent[slot] = (s.key.0, len, off.0);
             }
             out.push(off);
         }
