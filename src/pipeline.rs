@@ -311,6 +311,9 @@ fn encode_units(
     let dw = phase(t, "list its units", || DwarfInput::new(input))?;
     let little = input.is_little_endian();
     let state = EncoderState::new(base, opts.features.clone(), little);
+    // Read by the workers: a unit's strings that earlier units gave the run are
+    // found before its turn, not by the token holder.
+    let addr_cache = state.addr_cache();
     // An LTO build, which pahole reads as one merged unit: the groups of units that
     // refer to each other are the items, each parsed as one unit (`dwarf::lto`).
     let groups = if lto::merges_units(input, &dw)? {
@@ -371,7 +374,8 @@ fn encode_units(
                 drop(arena);
             }
             // Errors name the first unit of a group.
-            let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
+            let mut unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
+            unit.strings.find_known(&addr_cache);
             Ok((ordered::ready(unit, preparer.as_ref()), loclists_start))
         })
     };

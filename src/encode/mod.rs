@@ -299,6 +299,12 @@ impl EncoderState {
         self.strings.intern_owned(&mut self.btf, name)
     }
 
+    /// The string index's address cache, which workers read to find the strings
+    /// earlier units gave the run ([`UnitStrings::find_known`]).
+    pub fn addr_cache(&self) -> Arc<strings::AddrCache> {
+        self.strings.addr_cache()
+    }
+
     /// Merges strings `range` of a unit's table into the BTF's strings, in order;
     /// appends the offset of each to `out`.
     pub fn merge_strings(

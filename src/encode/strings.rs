@@ -13,6 +13,8 @@ use crate::btf::{Btf, StrOffset};
 use crate::dwarf::types::Name;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// A name's hash, computed once where the name is first met (on a worker).
 pub fn hash_str(s: &[u8]) -> u64 {
@@ -65,9 +67,29 @@ pub struct UnitStr {
 pub struct UnitStrings {
     blob: Vec<u8>,
     strs: Vec<UnitStr>,
+    /// The run's offset of each string that a unit merged earlier already gave
+    /// the run (0: not known), looked up by [`UnitStrings::find_known`].
+    known: Vec<u32>,
 }
 
 impl UnitStrings {
+    /// Looks up in the run's address cache, shared with the unit that merges
+    /// strings (see [`AddrCache`]), the strings earlier units already gave the
+    /// run, so that merging this unit's later only reads their offsets. On a
+    /// worker, before the unit's turn: a string found there has that offset for
+    /// good (each string is in the run's section once), so what is found is
+    /// what the merge would find, and what is not is looked up by the merge.
+    pub fn find_known(&mut self, cache: &AddrCache) {
+        self.known.clear();
+        self.known.extend(self.strs.iter().map(|s| {
+            if s.key.0 == 0 {
+                0
+            } else {
+                cache.get(s.key.0, cache_len(s.key.1)).unwrap_or(0)
+            }
+        }));
+    }
+
     /// Number of strings.
     pub fn len(&self) -> usize {
         self.strs.len()
@@ -180,6 +202,7 @@ impl UnitInterner {
         let next = UnitStrings {
             blob: Vec::with_capacity(self.out.blob.len()),
             strs: Vec::with_capacity(self.out.strs.len()),
+            known: Vec::new(),
         };
         std::mem::replace(&mut self.out, next)
     }
@@ -237,9 +260,62 @@ pub struct StrIndex {
     map: ByHash,
     /// Strings whose hash an earlier string has: (hash, offset).
     overflow: Vec<(u64, u32)>,
-    /// A direct-mapped cache by address, small enough to stay in the CPU cache:
-    /// (address, backing length, offset), 16 bytes an entry (see [`cache_len`]).
-    recent: Box<[(usize, u32, u32)]>,
+    /// A direct-mapped cache by address, small enough to stay in the CPU cache,
+    /// which the workers read too ([`UnitStrings::find_known`]); only this index
+    /// writes it.
+    recent: Arc<AddrCache>,
+}
+
+/// The address cache of a [`StrIndex`]: (address, backing length, offset) in a
+/// direct-mapped table of 16-byte entries (see [`cache_len`]), written by the one
+/// index that owns it and read by any thread. An entry is two atomic words: the
+/// address, and the length and offset; the writer clears the address before it
+/// changes the rest, and a reader takes an entry only if it read the same
+/// address before and after the rest, so it never takes one half-written.
+pub struct AddrCache {
+    slots: Box<[[AtomicU64; 2]]>,
+    /// log2 of the number of slots.
+    bits: u32,
+}
+
+impl AddrCache {
+    fn new(bits: u32) -> AddrCache {
+        AddrCache {
+            slots: (0..1usize << bits)
+                .map(|_| [AtomicU64::new(0), AtomicU64::new(0)])
+                .collect(),
+            bits,
+        }
+    }
+
+    /// The offset of the name at `addr` of length `len`, if the cache has it.
+    #[inline]
+    pub fn get(&self, addr: usize, len: u32) -> Option<u32> {
+        let [a, v] = &self.slots[cache_slot(addr, self.bits)];
+        let key = addr as u64;
+        if a.load(Ordering::Acquire) != key {
+            return None;
+        }
+        let v = v.load(Ordering::Acquire);
+        if a.load(Ordering::Acquire) != key || v >> 32 != u64::from(len) {
+            return None;
+        }
+        // The low word of `v` is the offset.
+        #[allow(clippy::cast_possible_truncation)]
+        Some(v as u32)
+    }
+
+    /// Records the name at `addr` of length `len` at `off` (its owner only).
+    #[inline]
+    fn set(&self, addr: usize, len: u32, off: u32) {
+        if len == u32::MAX {
+            return;
+        }
+        let [a, v] = &self.slots[cache_slot(addr, self.bits)];
+        a.store(0, Ordering::SeqCst);
+        v.store(u64::from(len) << 32 | u64::from(off), Ordering::SeqCst);
+        a.store(addr as u64, Ordering::SeqCst);
+    }
 }
 
 /// A name's length as the address cache keeps it: `u32::MAX` (never kept, so
@@ -258,7 +334,7 @@ impl Default for StrIndex {
         StrIndex {
             map: ByHash::default(),
             overflow: Vec::new(),
-            recent: vec![(0, 0, 0); 1 << RECENT_BITS].into_boxed_slice(),
+            recent: Arc::new(AddrCache::new(RECENT_BITS)),
         }
     }
 }
@@ -293,15 +369,11 @@ impl StrIndex {
         }
         let (addr, len) = name.key();
         let len = cache_len(len);
-        let slot = cache_slot(addr, RECENT_BITS);
-        let e = self.recent[slot];
-        if e.0 == addr && e.1 == len {
-            return StrOffset(e.2);
+        if let Some(off) = self.recent.get(addr, len) {
+            return StrOffset(off);
         }
         let off = self.intern_hashed(btf, hash_str(name.bytes()), name.bytes());
-        if len != u32::MAX {
-            self.recent[slot] = (addr, len, off.0);
-        }
+        self.recent.set(addr, len, off.0);
         off
     }
 
@@ -325,22 +397,29 @@ impl StrIndex {
         out: &mut Vec<StrOffset>,
     ) {
         for i in range {
+            if let Some(&k) = unit.known.get(i).filter(|&&k| k != 0) {
+                out.push(StrOffset(k));
+                continue;
+            }
             let s = unit.strs[i];
-            let slot = cache_slot(s.key.0, RECENT_BITS);
             let len = cache_len(s.key.1);
             if s.key.0 != 0 {
-                let e = self.recent[slot];
-                if e.0 == s.key.0 && e.1 == len {
-                    out.push(StrOffset(e.2));
+                if let Some(off) = self.recent.get(s.key.0, len) {
+                    out.push(StrOffset(off));
                     continue;
                 }
             }
             let off = self.intern_hashed(btf, s.hash, unit.bytes(i));
-            if s.key.0 != 0 && len != u32::MAX {
-                self.recent[slot] = (s.key.0, len, off.0);
+            if s.key.0 != 0 {
+                self.recent.set(s.key.0, len, off.0);
             }
             out.push(off);
         }
+    }
+
+    /// The address cache, for the workers to read ([`UnitStrings::find_known`]).
+    pub fn addr_cache(&self) -> Arc<AddrCache> {
+        Arc::clone(&self.recent)
     }
 
     /// The offset of `s` (whose hash is `hash`), appending it the first time.
@@ -446,6 +525,66 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(idx.intern(&mut btf, Name::new(&sec[3..])), StrOffset::EMPTY);
         assert_eq!(btf.strings(), b"\0int\0long\0");
+    }
+
+    /// A unit's strings that an earlier unit merged are found by address before
+    /// its turn, with the offsets the merge gives; the others are left to it.
+    #[test]
+    fn known_strings_are_the_merged_offsets() {
+        let sec = b"int\0long\0char\0";
+        let mut u = UnitInterner::default();
+        u.intern(Name::new(&sec[0..]));
+        u.intern(Name::new(&sec[4..]));
+        let first = u.take();
+        u.intern(Name::new(&sec[9..]));
+        u.intern(Name::new(&sec[4..]));
+        u.intern_owned(b"int");
+        let mut second = u.take();
+        let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+        let cache = idx.addr_cache();
+        second.find_known(&cache);
+        assert_eq!(second.known, [0, 0, 0], "nothing merged yet");
+        let mut a = Vec::new();
+        idx.merge(&mut btf, &first, 0..first.len(), &mut a);
+        second.find_known(&cache);
+        // "char" is new; "long" is known; the owned "int" has no address.
+        assert_eq!(second.known, [0, a[1].0, 0]);
+        let mut b = Vec::new();
+        idx.merge(&mut btf, &second, 0..second.len(), &mut b);
+        assert_eq!(b[1..], [a[1], a[0]]);
+        assert_eq!(btf.strings(), b"\0int\0long\0char\0");
+    }
+
+    /// Readers on other threads never take a half-written entry: every offset
+    /// they find is the one written for that address.
+    #[test]
+    fn cache_readers_see_whole_entries() {
+        let cache = AddrCache::new(4);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        // Address `a` (many share each slot) always maps to length a % 7 and offset
+        // a * 3, so any mix of two entries is detectable.
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    let mut found = 0u32;
+                    while !stop.load(Ordering::Relaxed) {
+                        for a in 1..200u32 {
+                            if let Some(off) = cache.get(a as usize, a % 7) {
+                                assert_eq!(off, a * 3, "address {a}");
+                                found += 1;
+                            }
+                            assert_eq!(cache.get(a as usize, a % 7 + 1), None);
+                        }
+                    }
+                    std::hint::black_box(found);
+                });
+            }
+            for round in 0..1_000_000u32 {
+                let a = 1 + round % 199;
+                cache.set(a as usize, a % 7, a * 3);
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
     }
 
     #[test]
