@@ -3,10 +3,12 @@
 //!
 //! [`sched::run_ordered`] hands unit indices to the workers. A worker parses unit `i`
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
-//! ([`encode_unit`]) into an owned [`EncodedUnit`] (types with unit-local ids, a
-//! unit-local string table, its function and variable records), prepares its types
-//! for the incremental dedup if there is one ([`ordered::ready`]: the dedup's
-//! work that needs no other unit), and empties the arena back into the pool at once. Whichever worker holds the token merges the next unit
+//! ([`encode_unit`]) into an owned [`crate::encode::EncodedUnit`] (types with unit-local ids, a
+//! unit-local string table, its function and variable records), looks up the
+//! strings earlier units gave the run (`UnitStrings::find_known`), prepares its
+//! types for the incremental dedup if there is one ([`ordered::ready`]: the dedup's
+//! work that needs no other unit), and empties the arena back into the pool at
+//! once. Whichever worker holds the token merges the next unit
 //! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
 //! its types into the run's BTF or the incremental dedup (whole BTF; see
 //! [`DedupMode`]), its records, renumbered, into the run's functions; then it releases
@@ -489,8 +491,8 @@ impl InputRelease {
     }
 
     /// Unit `idx` is encoded, and its `.debug_loclists` part starts at
-    /// `loclists_start` (see `CuTypes::loclists_start`). Releasing only saves memory: a failure is no reason to fail
-    /// the run.
+    /// `loclists_start` (see `CuTypes::loclists_start`). Releasing only saves
+    /// memory: a failure is no reason to fail the run.
     fn after_unit(
         &mut self,
         input: &ElfInput,

@@ -125,9 +125,7 @@ impl CandTable {
             }
         }
     }
-}
 
-impl CandTable {
     /// Marks the nodes so far as kept: the next batch's begin here.
     pub fn seal(&mut self) {
         self.sealed = self.nodes.len();

@@ -73,9 +73,9 @@ pub struct UnitStrings {
 }
 
 impl UnitStrings {
-    /// Looks up in the run's address cache, shared with the unit that merges
-    /// strings (see [`AddrCache`]), the strings earlier units already gave the
-    /// run, so that merging this unit's later only reads their offsets. On a
+    /// Looks up in the run's address cache, which the thread merging strings
+    /// writes (see [`AddrCache`]), the strings earlier units already gave the
+    /// run, so that merging this unit later only reads their offsets. On a
     /// worker, before the unit's turn: a string found there has that offset for
     /// good (each string is in the run's section once), so what is found is
     /// what the merge would find, and what is not is looked up by the merge.
@@ -267,7 +267,7 @@ pub struct StrIndex {
 }
 
 /// The address cache of a [`StrIndex`]: (address, backing length, offset) in a
-/// direct-mapped table of 16-byte entries (see [`cache_len`]), written by the one
+/// direct-mapped table of 16-byte entries (see `cache_len`), written by the one
 /// index that owns it and read by any thread. An entry is two atomic words: the
 /// address, and the length and offset; the writer clears the address before it
 /// changes the rest, and a reader takes an entry only if it read the same

@@ -2,8 +2,9 @@
 //! spans units. Its strings go into the run's string section (in the order the unit
 //! first used them, so the section is the one a serial encoder would build); its
 //! types (with a dedup, as its worker prepared them: only the words holding ids and
-//! strings are rewritten here) get their ids (appended to the run's BTF, or deduplicated against the types
-//! kept so far, which gives each its kept id); then its function and variable
+//! strings are rewritten here) get their ids (appended to the run's BTF, or
+//! deduplicated against the types kept so far, which gives each its kept id); then
+//! its function and variable
 //! records are renumbered to those ids and strings and appended to the run's
 //! functions. The array index type, the one type shared across units, is chosen
 //! here, as pahole chooses it.
@@ -65,9 +66,9 @@ impl Ordered {
         }
     }
 
-    /// Merges the next unit in unit order (see the module doc).
-    /// `local`: the unit's types as [`prepare_unit`] prepared them (on a worker), if
-    /// the run deduplicates incrementally (prepared here if not given).
+    /// Merges the next unit in unit order (see the module doc). With an incremental
+    /// dedup, the unit's types are the batch its worker prepared ([`ready`]); a unit
+    /// made ready without a preparer is prepared here.
     pub fn add(&mut self, unit: ReadyUnit, funcs: &mut FuncEncoder) -> Result<(), String> {
         let ReadyUnit {
             types,
