@@ -55,6 +55,13 @@ impl<'a> Name<'a> {
         }
     }
 
+    /// The bytes the name starts, up to the end of the slice it was read from
+    /// (past its NUL, if it has one).
+    #[inline]
+    pub fn raw_bytes(self) -> &'a [u8] {
+        self.raw
+    }
+
     /// Whether the name is empty.
     #[inline]
     pub fn is_empty(self) -> bool {

@@ -123,19 +123,37 @@ const UNIT_RECENT_BITS: u32 = 14;
 /// its cache slot was taken, gets a second entry. That costs nothing in the output:
 /// merging maps both entries to the one offset, and only the first use of a string
 /// decides its place.
+///
+/// The cache outlives the unit: an entry an earlier unit left gives the name's
+/// length and hash, so a name that unit met (most are: a unit's header types are
+/// the last unit's) is neither measured nor hashed again, only copied.
 pub struct UnitInterner {
     out: UnitStrings,
-    /// A direct-mapped cache by address: (address, backing length, unit, index);
-    /// entries of earlier units are told apart by `unit`.
-    recent: Box<[(usize, usize, u32, u32)]>,
+    /// A direct-mapped cache by address; entries of earlier units are told apart
+    /// by `unit`.
+    recent: Box<[Recent]>,
     unit: u32,
+}
+
+/// An entry of [`UnitInterner`]'s cache (32 bytes).
+#[derive(Clone, Copy, Default)]
+struct Recent {
+    addr: usize,
+    hash: u64,
+    /// The backing slice's length ([`cache_len`]), the other half of the key.
+    backing: u32,
+    /// The name's length.
+    len: u32,
+    /// The unit that last met the name, and its index in that unit's table.
+    unit: u32,
+    idx: u32,
 }
 
 impl Default for UnitInterner {
     fn default() -> Self {
         UnitInterner {
             out: UnitStrings::default(),
-            recent: vec![(0, 0, 0, 0); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
+            recent: vec![Recent::default(); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
             unit: 1,
         }
     }
@@ -151,11 +169,33 @@ impl UnitInterner {
         let key = name.key();
         let slot = cache_slot(key.0, UNIT_RECENT_BITS);
         let e = self.recent[slot];
-        if e.0 == key.0 && e.1 == key.1 && e.2 == self.unit {
-            return StrOffset(e.3 + 1);
+        let backing = cache_len(key.1);
+        if e.addr == key.0 && e.backing == backing && backing != u32::MAX {
+            if e.unit == self.unit {
+                return StrOffset(e.idx + 1);
+            }
+            // Met by an earlier unit: its length and hash are known.
+            let bytes = &name.raw_bytes()[..e.len as usize];
+            let i = self.push_hashed(bytes, key, e.hash);
+            self.recent[slot] = Recent {
+                unit: self.unit,
+                idx: i,
+                ..e
+            };
+            return StrOffset(i + 1);
         }
-        let i = self.push(name.bytes(), key);
-        self.recent[slot] = (key.0, key.1, self.unit, i);
+        let bytes = name.bytes();
+        let hash = hash_str(bytes);
+        let i = self.push_hashed(bytes, key, hash);
+        self.recent[slot] = Recent {
+            addr: key.0,
+            hash,
+            backing,
+            // A name's length is below its backing slice's, which fits.
+            len: cache_len(bytes.len()),
+            unit: self.unit,
+            idx: i,
+        };
         StrOffset(i + 1)
     }
 
@@ -165,7 +205,7 @@ impl UnitInterner {
         if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        StrOffset(self.push(s, (0, 0)) + 1)
+        StrOffset(self.push_hashed(s, (0, 0), hash_str(s)) + 1)
     }
 
     /// Touches the cache slots of `names` before they are interned one by one: the
@@ -174,7 +214,7 @@ impl UnitInterner {
     pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
         let mut acc = 0usize;
         for name in names {
-            acc ^= self.recent[cache_slot(name.key().0, UNIT_RECENT_BITS)].0;
+            acc ^= self.recent[cache_slot(name.key().0, UNIT_RECENT_BITS)].addr;
         }
         std::hint::black_box(acc);
     }
@@ -194,7 +234,7 @@ impl UnitInterner {
         self.unit = self.unit.wrapping_add(1).max(1);
         if self.unit == 1 {
             // Wrapped: entries of unit 1 of the last round must not match.
-            self.recent.fill((0, 0, 0, 0));
+            self.recent.fill(Recent::default());
         }
         // The next unit starts with room for as many names as this one had: units
         // are alike in size, and growing the table by doubling copies it again and
@@ -207,12 +247,13 @@ impl UnitInterner {
         std::mem::replace(&mut self.out, next)
     }
 
-    fn push(&mut self, s: &[u8], key: (usize, usize)) -> u32 {
+    /// Adds `s`, whose [`hash_str`] is `hash`, to the unit's table.
+    fn push_hashed(&mut self, s: &[u8], key: (usize, usize), hash: u64) -> u32 {
         let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
         let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
         self.out.blob.extend_from_slice(s);
         self.out.strs.push(UnitStr {
-            hash: hash_str(s),
+            hash,
             key,
             start,
             len: u32::try_from(s.len()).expect("a name under 4 GiB"),
@@ -612,6 +653,28 @@ mod tests {
         assert_eq!(btf.strings(), b"\0long\0int\0char\0");
         assert_eq!(a, [StrOffset(1), StrOffset(6), StrOffset(6), StrOffset(1)]);
         assert_eq!(b, [StrOffset(10), StrOffset(6)]);
+    }
+
+    #[test]
+    fn names_an_earlier_unit_met_keep_their_bytes_and_hashes() {
+        let sec = b"task_struct\0pid\0";
+        let mut u = UnitInterner::default();
+        u.intern(Name::new(&sec[12..]));
+        u.intern(Name::new(&sec[..]));
+        drop(u.take());
+        // The same addresses again, in another order, and one of them read from a
+        // shorter slice (another key: its length is not the cached one's).
+        assert_eq!(u.intern(Name::new(&sec[..])), StrOffset(1));
+        assert_eq!(u.intern(Name::new(&sec[..4])), StrOffset(2));
+        assert_eq!(u.intern(Name::new(&sec[12..])), StrOffset(3));
+        assert_eq!(u.intern(Name::new(&sec[12..])), StrOffset(3));
+        let t = u.take();
+        let want: [&[u8]; 3] = [b"task_struct", b"task", b"pid"];
+        assert_eq!(t.len(), want.len());
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(t.bytes(i), *w);
+            assert_eq!(t.hash(i), hash_str(w));
+        }
     }
 
     #[test]
