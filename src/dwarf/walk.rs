@@ -198,6 +198,7 @@ impl<'a> Acc<'a> {
         let bump = self.bump;
         CuTypes {
             offsets: bump.alloc_slice_copy(&self.offsets),
+            buckets: super::types::index_buckets(&self.offsets, bump),
             types: bump.alloc_slice_copy(&self.types),
             decl_tags: bump.alloc_slice_copy(&self.decl_tags),
             language: info.language,

@@ -397,6 +397,7 @@ mod tests {
         ];
         let cu = CuTypes {
             offsets: &[10, 20, 30, 40, 50, 60, 70],
+            buckets: &[],
             types: &types,
             decl_tags: &[],
             language: 0x1d,
@@ -454,6 +455,7 @@ mod limit_tests {
         }];
         let cu = CuTypes {
             offsets: &[10],
+            buckets: &[],
             types: &types,
             decl_tags: &[],
             language: 0,
