@@ -5,7 +5,7 @@
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
 //! ([`encode_unit`]) into an owned [`crate::encode::EncodedUnit`] (types with unit-local ids, a
 //! unit-local string table, its function and variable records), looks up the
-//! strings earlier units gave the run (`UnitStrings::find_known`), prepares its
+//! strings earlier units gave the run (`UnitInterner::learn_known`), prepares its
 //! types for the incremental dedup if there is one ([`ordered::ready`]: the dedup's
 //! work that needs no other unit), and empties the arena back into the pool at
 //! once. Whichever worker holds the token merges the next unit
@@ -363,7 +363,10 @@ fn encode_units(
                 Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
             let mut sc = lock(&scratch).pop().unwrap_or_default();
-            let encoded = encode_unit(unit.borrow_dependent(), ctx, &mut sc);
+            let mut encoded = encode_unit(unit.borrow_dependent(), ctx, &mut sc);
+            if let Ok(u) = &mut encoded {
+                sc.learn_known(u, &addr_cache);
+            }
             lock(&scratch).push(sc);
             let loclists_start = unit.borrow_dependent().loclists_start;
             let mut arena = unit.into_owner().arena;
@@ -376,8 +379,7 @@ fn encode_units(
                 drop(arena);
             }
             // Errors name the first unit of a group.
-            let mut unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
-            unit.strings.find_known(&addr_cache);
+            let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
             Ok((ordered::ready(unit, preparer.as_ref()), loclists_start))
         })
     };

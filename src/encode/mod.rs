@@ -158,6 +158,14 @@ pub struct Scratch {
     funcs: candidates::FuncScratch,
 }
 
+impl Scratch {
+    /// Finds the strings of `unit` (encoded with this scratch) that earlier units
+    /// gave the run, in the run's address cache: see [`UnitInterner::learn_known`].
+    pub fn learn_known(&mut self, unit: &mut EncodedUnit, cache: &strings::AddrCache) {
+        self.strings.learn_known(&mut unit.strings, cache);
+    }
+}
+
 /// A decl tag of a type waiting for the end of a merged unit: (value, tagged type,
 /// component index).
 pub type DeferredTag = (Box<[u8]>, TypeId, i32);
@@ -300,7 +308,7 @@ impl EncoderState {
     }
 
     /// The string index's address cache, which workers read to find the strings
-    /// earlier units gave the run ([`UnitStrings::find_known`]).
+    /// earlier units gave the run ([`UnitInterner::learn_known`]).
     pub fn addr_cache(&self) -> Arc<strings::AddrCache> {
         self.strings.addr_cache()
     }

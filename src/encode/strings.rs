@@ -68,28 +68,13 @@ pub struct UnitStrings {
     blob: Vec<u8>,
     strs: Vec<UnitStr>,
     /// The run's offset of each string that a unit merged earlier already gave
-    /// the run (0: not known), looked up by [`UnitStrings::find_known`].
+    /// the run (0: not known), found by [`UnitInterner::learn_known`] or, for a
+    /// name the worker learned with an earlier unit, when it is interned. A known
+    /// string's bytes are not kept: its offset is all the merge needs.
     known: Vec<u32>,
 }
 
 impl UnitStrings {
-    /// Looks up in the run's address cache, which the thread merging strings
-    /// writes (see [`AddrCache`]), the strings earlier units already gave the
-    /// run, so that merging this unit later only reads their offsets. On a
-    /// worker, before the unit's turn: a string found there has that offset for
-    /// good (each string is in the run's section once), so what is found is
-    /// what the merge would find, and what is not is looked up by the merge.
-    pub fn find_known(&mut self, cache: &AddrCache) {
-        self.known.clear();
-        self.known.extend(self.strs.iter().map(|s| {
-            if s.key.0 == 0 {
-                0
-            } else {
-                cache.get(s.key.0, cache_len(s.key.1)).unwrap_or(0)
-            }
-        }));
-    }
-
     /// Number of strings.
     pub fn len(&self) -> usize {
         self.strs.len()
@@ -105,7 +90,7 @@ impl UnitStrings {
         self.strs[i].hash
     }
 
-    /// The bytes of string `i`.
+    /// The bytes of string `i` (none for a string known to the run).
     pub fn bytes(&self, i: usize) -> &[u8] {
         let s = &self.strs[i];
         &self.blob[s.start as usize..][..s.len as usize]
@@ -126,13 +111,15 @@ const UNIT_RECENT_BITS: u32 = 14;
 ///
 /// The cache outlives the unit: an entry an earlier unit left gives the name's
 /// length and hash, so a name that unit met (most are: a unit's header types are
-/// the last unit's) is neither measured nor hashed again, only copied.
+/// the last unit's) is neither measured nor hashed again, only copied; and once
+/// the run's offset of the name is known ([`UnitInterner::learn_known`]), not
+/// even copied.
 pub struct UnitInterner {
     out: UnitStrings,
     /// A direct-mapped cache by address; entries of earlier units are told apart
     /// by `unit`.
     recent: Box<[Recent]>,
-    unit: u32,
+    unit: u16,
 }
 
 /// An entry of [`UnitInterner`]'s cache (32 bytes).
@@ -142,11 +129,13 @@ struct Recent {
     hash: u64,
     /// The backing slice's length ([`cache_len`]), the other half of the key.
     backing: u32,
-    /// The name's length.
-    len: u32,
-    /// The unit that last met the name, and its index in that unit's table.
-    unit: u32,
+    /// The name's offset in the run's string section, once known (0: not yet).
+    run: u32,
+    /// Its index in the table of unit `unit`, the last to meet it.
     idx: u32,
+    /// The name's length (names of 64 KiB or more are not cached).
+    len: u16,
+    unit: u16,
 }
 
 impl Default for UnitInterner {
@@ -174,9 +163,13 @@ impl UnitInterner {
             if e.unit == self.unit {
                 return StrOffset(e.idx + 1);
             }
-            // Met by an earlier unit: its length and hash are known.
-            let bytes = &name.raw_bytes()[..e.len as usize];
-            let i = self.push_hashed(bytes, key, e.hash);
+            // Met by an earlier unit: its length and hash are known, and maybe
+            // its offset in the run.
+            let i = if e.run != 0 {
+                self.push_known(key, e.hash, e.run)
+            } else {
+                self.push_hashed(&name.raw_bytes()[..usize::from(e.len)], key, e.hash)
+            };
             self.recent[slot] = Recent {
                 unit: self.unit,
                 idx: i,
@@ -187,15 +180,17 @@ impl UnitInterner {
         let bytes = name.bytes();
         let hash = hash_str(bytes);
         let i = self.push_hashed(bytes, key, hash);
-        self.recent[slot] = Recent {
-            addr: key.0,
-            hash,
-            backing,
-            // A name's length is below its backing slice's, which fits.
-            len: cache_len(bytes.len()),
-            unit: self.unit,
-            idx: i,
-        };
+        if let Ok(len) = u16::try_from(bytes.len()) {
+            self.recent[slot] = Recent {
+                addr: key.0,
+                hash,
+                backing,
+                run: 0,
+                idx: i,
+                len,
+                unit: self.unit,
+            };
+        }
         StrOffset(i + 1)
     }
 
@@ -242,7 +237,7 @@ impl UnitInterner {
         let next = UnitStrings {
             blob: Vec::with_capacity(self.out.blob.len()),
             strs: Vec::with_capacity(self.out.strs.len()),
-            known: Vec::new(),
+            known: Vec::with_capacity(self.out.known.len()),
         };
         std::mem::replace(&mut self.out, next)
     }
@@ -258,7 +253,46 @@ impl UnitInterner {
             start,
             len: u32::try_from(s.len()).expect("a name under 4 GiB"),
         });
+        self.out.known.push(0);
         i
+    }
+
+    /// Adds a name whose offset in the run is `run` to the unit's table, without
+    /// its bytes.
+    fn push_known(&mut self, key: (usize, usize), hash: u64, run: u32) -> u32 {
+        let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
+        let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
+        self.out.strs.push(UnitStr {
+            hash,
+            key,
+            start,
+            len: 0,
+        });
+        self.out.known.push(run);
+        i
+    }
+
+    /// Looks up in the run's address cache, which the thread merging strings
+    /// writes (see [`AddrCache`]), the strings of `unit` (the table this interner
+    /// just gave) not yet known, so that merging the unit later only reads their
+    /// offsets, and remembers what it finds for the units to come. On a worker,
+    /// before the unit's turn: a string found there has that offset for good (each
+    /// string is in the run's section once), so what is found is what the merge
+    /// would find, and what is not is looked up by the merge.
+    pub fn learn_known(&mut self, unit: &mut UnitStrings, cache: &AddrCache) {
+        for (s, known) in unit.strs.iter().zip(&mut unit.known) {
+            if *known != 0 || s.key.0 == 0 {
+                continue;
+            }
+            let backing = cache_len(s.key.1);
+            if let Some(off) = cache.get(s.key.0, backing) {
+                *known = off;
+                let e = &mut self.recent[cache_slot(s.key.0, UNIT_RECENT_BITS)];
+                if e.addr == s.key.0 && e.backing == backing {
+                    e.run = off;
+                }
+            }
+        }
     }
 }
 
@@ -302,7 +336,7 @@ pub struct StrIndex {
     /// Strings whose hash an earlier string has: (hash, offset).
     overflow: Vec<(u64, u32)>,
     /// A direct-mapped cache by address, small enough to stay in the CPU cache,
-    /// which the workers read too ([`UnitStrings::find_known`]); only this index
+    /// which the workers read too ([`UnitInterner::learn_known`]); only this index
     /// writes it.
     recent: Arc<AddrCache>,
 }
@@ -458,7 +492,7 @@ impl StrIndex {
         }
     }
 
-    /// The address cache, for the workers to read ([`UnitStrings::find_known`]).
+    /// The address cache, for the workers to read ([`UnitInterner::learn_known`]).
     pub fn addr_cache(&self) -> Arc<AddrCache> {
         Arc::clone(&self.recent)
     }
@@ -583,16 +617,28 @@ mod tests {
         let mut second = u.take();
         let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
         let cache = idx.addr_cache();
-        second.find_known(&cache);
+        u.learn_known(&mut second, &cache);
         assert_eq!(second.known, [0, 0, 0], "nothing merged yet");
         let mut a = Vec::new();
         idx.merge(&mut btf, &first, 0..first.len(), &mut a);
-        second.find_known(&cache);
+        u.learn_known(&mut second, &cache);
         // "char" is new; "long" is known; the owned "int" has no address.
         assert_eq!(second.known, [0, a[1].0, 0]);
         let mut b = Vec::new();
         idx.merge(&mut btf, &second, 0..second.len(), &mut b);
         assert_eq!(b[1..], [a[1], a[0]]);
+        assert_eq!(btf.strings(), b"\0int\0long\0char\0");
+        // The interner remembers: a third unit's "long" is known when interned,
+        // and its bytes are not kept; "char", merged only after the last look-up,
+        // is left to the merge.
+        u.intern(Name::new(&sec[4..]));
+        u.intern(Name::new(&sec[9..]));
+        let third = u.take();
+        assert_eq!(third.known, [a[1].0, 0]);
+        assert_eq!((third.bytes(0), third.bytes(1)), (&b""[..], &b"char"[..]));
+        let mut c = Vec::new();
+        idx.merge(&mut btf, &third, 0..third.len(), &mut c);
+        assert_eq!(c, [a[1], b[0]]);
         assert_eq!(btf.strings(), b"\0int\0long\0char\0");
     }
 

@@ -295,7 +295,8 @@ pub(super) fn ready(unit: EncodedUnit, p: Option<&Preparer>) -> ReadyUnit {
 fn prepare_unit(p: &Preparer, types: &[Type], strings: &UnitStrings) -> LocalBatch {
     p.prepare_local(types.get(1..).unwrap_or_default(), |o| {
         let i = (o as usize).wrapping_sub(1);
-        if o == 0 || i >= strings.len() || strings.bytes(i).is_empty() {
+        // A table has no empty names (the empty name is offset 0).
+        if o == 0 || i >= strings.len() {
             0
         } else {
             strings.hash(i)
