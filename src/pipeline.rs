@@ -24,7 +24,8 @@ use crate::dedup::{Compat, FinalPass, Incremental};
 use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
 use crate::elf::{ElfError, ElfInput, MappedElf};
 use crate::encode::{
-    encode_unit, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip, Scratch, UnitContext,
+    encode_unit, encode_unit_into, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip,
+    Scratch, UnitContext,
 };
 use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
@@ -363,10 +364,20 @@ fn encode_units(
                 Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
             let mut sc = lock(&scratch).pop().unwrap_or_default();
-            let mut encoded = encode_unit(unit.borrow_dependent(), ctx, &mut sc);
-            if let Ok(u) = &mut encoded {
-                sc.learn_known(u, &addr_cache);
-            }
+            let cu = unit.borrow_dependent();
+            // With a dedup, the types are flattened for it as they are encoded.
+            let encoded = match &preparer {
+                Some(p) => {
+                    encode_unit_into(cu, ctx, &mut sc, ordered::Flattening::new(p)).map(|mut u| {
+                        sc.learn_known(&mut u, &addr_cache);
+                        ordered::ready_flat(u)
+                    })
+                }
+                None => encode_unit(cu, ctx, &mut sc).map(|mut u| {
+                    sc.learn_known(&mut u, &addr_cache);
+                    ordered::ready(u)
+                }),
+            };
             lock(&scratch).push(sc);
             let loclists_start = unit.borrow_dependent().loclists_start;
             let mut arena = unit.into_owner().arena;
@@ -380,7 +391,7 @@ fn encode_units(
             }
             // Errors name the first unit of a group.
             let unit = encoded.map_err(|e| dw.unit_error(units.start, e))?;
-            Ok((ordered::ready(unit, preparer.as_ref()), loclists_start))
+            Ok((unit, loclists_start))
         })
     };
     let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);

@@ -101,10 +101,37 @@ pub(crate) fn push_decl_tag(st: &mut impl TypeSink, value: StrOffset, target: Ty
     });
 }
 
-/// A unit's output while it is encoded: its types (local id = position, after
-/// [`LEAD_SLOT`]) and its string table.
+/// Where a unit's types go as the encoder makes them: local id `l` is the `l`-th
+/// type taken, after a lead slot that a new sink already holds ([`LEAD_SLOT`] in a
+/// `Vec<Type>`). The encoder only appends; what becomes of the types (kept as
+/// they are, or flattened and hashed for a dedup as they come) is the caller's.
+pub trait UnitTypeSink {
+    /// Room for `n` more types of about `words` BTF words in all.
+    fn reserve(&mut self, n: usize, words: usize);
+    /// Takes the unit's next type; `strings` is the unit's table, which holds
+    /// every string the type names.
+    fn take(&mut self, t: Type, strings: &UnitInterner);
+    /// Number of types taken, the lead slot included.
+    fn count(&self) -> usize;
+}
+
+impl UnitTypeSink for Vec<Type> {
+    fn reserve(&mut self, n: usize, _words: usize) {
+        self.reserve_exact(n);
+    }
+
+    fn take(&mut self, t: Type, _strings: &UnitInterner) {
+        self.push(t);
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A unit's output while it is encoded: its types and its string table.
 pub(crate) struct Out<'s> {
-    types: Vec<Type>,
+    types: &'s mut dyn UnitTypeSink,
     strs: &'s mut UnitInterner,
 }
 
@@ -114,8 +141,8 @@ impl TypeSink for Out<'_> {
     }
 
     fn push(&mut self, t: Type) -> TypeId {
-        self.types.push(t);
-        TypeId(idx32(self.types.len() - 1))
+        self.types.take(t, self.strs);
+        TypeId(idx32(self.types.count() - 1))
     }
 }
 
@@ -161,7 +188,7 @@ pub struct Scratch {
 impl Scratch {
     /// Finds the strings of `unit` (encoded with this scratch) that earlier units
     /// gave the run, in the run's address cache: see [`UnitInterner::learn_known`].
-    pub fn learn_known(&mut self, unit: &mut EncodedUnit, cache: &strings::AddrCache) {
+    pub fn learn_known<S>(&mut self, unit: &mut EncodedUnit<S>, cache: &strings::AddrCache) {
         self.strings.learn_known(&mut unit.strings, cache);
     }
 }
@@ -186,11 +213,11 @@ pub struct UnitRecords {
 
 /// One unit, encoded (see the module doc).
 #[derive(Debug)]
-pub struct EncodedUnit {
-    /// [`LEAD_SLOT`], then the unit's types in pahole's order: those of its DIEs,
-    /// its decl tags, its VARs (with their decl tags). Local id `l` is `types[l]`;
-    /// names are local strings.
-    pub types: Vec<Type>,
+pub struct EncodedUnit<S = Vec<Type>> {
+    /// The lead slot ([`LEAD_SLOT`]), then the unit's types in pahole's order:
+    /// those of its DIEs, its decl tags, its VARs (with their decl tags). Local id
+    /// `l` is the `l`-th type; names are local strings.
+    pub types: S,
     /// The unit's strings: local string `k` is `StrOffset(k)` (from 1 on).
     pub strings: UnitStrings,
     /// How the unit uses the array index type.
@@ -206,12 +233,22 @@ pub fn encode_unit(
     ctx: &UnitContext,
     sc: &mut Scratch,
 ) -> Result<EncodedUnit, EncodeError> {
+    encode_unit_into(cu, ctx, sc, vec![LEAD_SLOT])
+}
+
+/// [`encode_unit`] with the types going into `types`, a sink that holds only its
+/// lead slot.
+pub fn encode_unit_into<S: UnitTypeSink + 'static>(
+    cu: &CuTypes<'_>,
+    ctx: &UnitContext,
+    sc: &mut Scratch,
+    mut types: S,
+) -> Result<EncodedUnit<S>, EncodeError> {
     let mut out = Out {
-        types: vec![LEAD_SLOT],
+        types: &mut types,
         strs: &mut sc.strings,
     };
     let result = encode_into(cu, ctx, &mut sc.ids, &mut sc.funcs, &mut out);
-    let types = out.types;
     // Taken even after an error, so that the next unit starts afresh.
     let strings = sc.strings.take();
     let (index, records) = result?;

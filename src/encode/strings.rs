@@ -219,6 +219,16 @@ impl UnitInterner {
         self.out.strs.len()
     }
 
+    /// The content key of the unit's string `o` (1-based, as the unit's records
+    /// name it): its [`hash_str`], 0 for the empty name.
+    #[inline]
+    pub fn key(&self, o: u32) -> u64 {
+        match (o as usize).checked_sub(1) {
+            Some(i) => self.out.strs.get(i).map_or(0, |s| s.hash),
+            None => 0,
+        }
+    }
+
     /// Whether the unit has no string yet.
     pub fn is_empty(&self) -> bool {
         self.out.strs.is_empty()

@@ -41,7 +41,7 @@ pub(super) fn encode_types(
 ) -> Result<(IndexUse, Vec<DeferredTag>), EncodeError> {
     let n = assign_ids(cu, &ctx.features, ids);
     // Room for the unit's types and decl tags: growing the vector would copy it.
-    out.types.reserve_exact(n + cu.decl_tags.len());
+    out.types.reserve(n + cu.decl_tags.len(), words_hint(cu));
     let enc = Unit { cu, ids };
     let st = &ctx.features;
     let own_int = cu
@@ -213,7 +213,7 @@ pub(super) fn encode_types(
     let index = IndexUse {
         own_int,
         arrays,
-        own_types: u32::try_from(out.types.len() - 1).map_err(|_| too_many())?,
+        own_types: u32::try_from(out.types.count() - 1).map_err(|_| too_many())?,
         own_strings: out.strs.len(),
     };
     let mut deferred = Vec::new();
@@ -233,6 +233,23 @@ pub(super) fn encode_types(
         }
     }
     Ok((index, deferred))
+}
+
+/// About how many BTF words the unit's types and decl tags take (an upper bound
+/// but for the types the functions and variables add), to make room at once.
+fn words_hint(cu: &CuTypes<'_>) -> usize {
+    let types: usize = cu
+        .types
+        .iter()
+        .map(|t| match t {
+            TypeDie::Composite { members, .. } => 3 + 3 * members.len(),
+            TypeDie::Enum { values, .. } => 3 + 3 * values.len(),
+            TypeDie::Proto { params, .. } => 3 + 2 * params.len(),
+            TypeDie::Array { dims, .. } => 6 * dims.len().max(1),
+            TypeDie::Base { .. } | TypeDie::Ref { .. } => 4,
+        })
+        .sum();
+    types + 4 * cu.decl_tags.len()
 }
 
 fn too_many() -> EncodeError {

@@ -12,8 +12,10 @@
 use crate::btf::{StrOffset, Type, TypeId, TypeKind};
 use crate::dedup::{Incremental, LocalBatch, Preparer};
 use crate::dwarf::types::Name;
-use crate::encode::strings::UnitStrings;
-use crate::encode::{EncodedUnit, EncoderState, FuncEncoder, IndexUse, UnitRecords, INDEX_TYPE};
+use crate::encode::strings::{UnitInterner, UnitStrings};
+use crate::encode::{
+    EncodedUnit, EncoderState, FuncEncoder, IndexUse, UnitRecords, UnitTypeSink, INDEX_TYPE,
+};
 use crate::timing::{Busy, Timings};
 
 /// `f`, counted as dedup time by `--time`.
@@ -265,25 +267,76 @@ enum UnitTypes {
     },
 }
 
-/// `unit`, prepared for the dedup by `p` if the run has one (on the worker, as soon as
-/// the unit is encoded: see [`prepare_unit`]).
-pub(super) fn ready(unit: EncodedUnit, p: Option<&Preparer>) -> ReadyUnit {
+/// A unit's types flattened and hashed for the dedup as the encoder makes them
+/// (on the worker: what [`prepare_unit`] does after the fact, without the unit's
+/// types ever being held as `Type`s), and its base types (INT, FLOAT) as they
+/// are: the unit's first `int` may become the array index type.
+pub(super) struct Flattening {
+    batch: LocalBatch,
+    /// (local id, type) of each base type.
+    bases: Vec<(u32, Type)>,
+}
+
+impl Flattening {
+    /// A unit's sink for the dedup `p` prepares batches for.
+    pub fn new(p: &Preparer) -> Flattening {
+        Flattening {
+            batch: p.start_local(0, 0),
+            bases: Vec::new(),
+        }
+    }
+}
+
+impl UnitTypeSink for Flattening {
+    fn reserve(&mut self, n: usize, words: usize) {
+        self.batch.reserve(n, words);
+    }
+
+    fn take(&mut self, t: Type, strings: &UnitInterner) {
+        if matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. }) {
+            let id = u32::try_from(self.batch.len()).expect("a unit's types have u32 ids");
+            self.bases.push((id, t.clone()));
+        }
+        self.batch.push(&t, &|o| strings.key(o));
+    }
+
+    fn count(&self) -> usize {
+        self.batch.len()
+    }
+}
+
+/// A unit encoded into a [`Flattening`], as the token holder takes it.
+pub(super) fn ready_flat(unit: EncodedUnit<Flattening>) -> ReadyUnit {
+    let EncodedUnit {
+        types: Flattening { batch, bases },
+        strings,
+        index,
+        records,
+    } = unit;
+    let own_int = index
+        .own_int
+        .and_then(|k| bases.into_iter().find(|(id, _)| *id == k.0).map(|(_, t)| t));
+    ReadyUnit {
+        types: UnitTypes::Prepared {
+            local: Box::new(batch),
+            own_int,
+        },
+        strings,
+        index,
+        records,
+    }
+}
+
+/// `unit` as encoded, for a run without a dedup.
+pub(super) fn ready(unit: EncodedUnit) -> ReadyUnit {
     let EncodedUnit {
         types,
         strings,
         index,
         records,
     } = unit;
-    let types = match p {
-        None => UnitTypes::Encoded(types),
-        Some(p) => {
-            let local = Box::new(prepare_unit(p, &types, &strings));
-            let own_int = index.own_int.map(|k| types[k.0 as usize].clone());
-            UnitTypes::Prepared { local, own_int }
-        }
-    };
     ReadyUnit {
-        types,
+        types: UnitTypes::Encoded(types),
         strings,
         index,
         records,
@@ -291,7 +344,8 @@ pub(super) fn ready(unit: EncodedUnit, p: Option<&Preparer>) -> ReadyUnit {
 }
 
 /// A unit's types (after its lead slot) prepared for the dedup by `p`, with its
-/// strings' content keys: pure, so a worker does it as soon as the unit is encoded.
+/// strings' content keys (for a unit encoded as it is, should a run with a dedup
+/// hand one over; the workers flatten theirs as they encode, [`Flattening`]).
 fn prepare_unit(p: &Preparer, types: &[Type], strings: &UnitStrings) -> LocalBatch {
     p.prepare_local(types.get(1..).unwrap_or_default(), |o| {
         let i = (o as usize).wrapping_sub(1);

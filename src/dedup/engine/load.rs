@@ -34,6 +34,13 @@ pub(super) struct Passes {
 }
 
 impl Passes {
+    /// Room for `n` more types.
+    pub(super) fn reserve(&mut self, n: usize) {
+        self.prims.reserve(n / 4);
+        self.structs.reserve(n / 4);
+        self.refs.reserve(n);
+    }
+
     /// Empty lists, sized for `n` types.
     pub(super) fn for_types(n: usize) -> Passes {
         Passes {

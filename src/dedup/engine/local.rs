@@ -14,6 +14,8 @@ use crate::btf::{Type, TypeKind};
 /// Types flattened and hashed in their unit's own ids and strings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LocalBatch {
+    /// The preparer that started it (None: the default, empty batch).
+    by: Option<Preparer>,
     words: Vec<u32>,
     /// End of each record in `words`.
     ends: Vec<u32>,
@@ -65,10 +67,22 @@ impl Preparer {
     /// Index 0 is the lead slot: an unnamed INT, which [`LocalBatch::into_prepared`]
     /// replaces and [`BatchBuilder::push_local`] leaves out.
     pub fn prepare_local(&self, types: &[Type], keys: impl Fn(u32) -> u64) -> LocalBatch {
-        let n = types.len() + 1;
-        let words = INT_WORDS + types.iter().map(|t| t.record_len() / 4).sum::<usize>();
+        let words = types.iter().map(|t| t.record_len() / 4).sum::<usize>();
+        let mut b = self.start_local(types.len(), words);
+        for t in types {
+            b.push(t, &keys);
+        }
+        b
+    }
+
+    /// [`Preparer::prepare_local`] one type at a time, for an encoder that hands
+    /// over each type as it makes it ([`LocalBatch::push`]): a batch holding only
+    /// its lead slot, with room for `n` types of `words` words in all.
+    pub fn start_local(&self, n: usize, words: usize) -> LocalBatch {
+        let n = n + 1;
         let mut b = LocalBatch {
-            words: Vec::with_capacity(words),
+            by: Some(*self),
+            words: Vec::with_capacity(INT_WORDS + words),
             ends: Vec::with_capacity(n),
             refs: Vec::with_capacity(2 * n),
             strs: Vec::with_capacity(2 * n),
@@ -79,35 +93,52 @@ impl Preparer {
         b.ends.push(pos32(b.words.len()));
         // Its hash is the filled slot's.
         b.passes.prims.push((0, 0));
-        for (i, t) in (1u32..).zip(types) {
-            let start = b.words.len();
-            push_type(&mut b.words, t);
-            let r = &b.words[start..];
-            let info = r[1];
-            // Positions ascend within a record: its strings and ids are noted apart.
-            for_each_str_pos(info, |p| {
-                if r[p] != 0 {
-                    b.strs.push(pos32(start + p));
-                }
-            });
-            for_each_ref_pos(info, |p| {
-                if r[p] != 0 {
-                    b.refs.push(pos32(start + p));
-                }
-            });
-            let rec = Rec::new(r);
-            if let Some(h) = hash::prim_hash(rec, &keys) {
-                b.passes.prims.push((i, h));
-            } else if let Some(h) = hash::struct_hash(rec, self.compat, &keys) {
-                b.passes.structs.push((i, h));
-            } else if matches!(rec.kind(), K_VAR | K_DATASEC) {
-                b.unmerged.push(i);
-            } else {
-                b.passes.refs.push(i);
-            }
-            b.ends.push(pos32(b.words.len()));
-        }
         b
+    }
+}
+
+impl LocalBatch {
+    /// Room for `n` more types of `words` words in all.
+    pub fn reserve(&mut self, n: usize, words: usize) {
+        self.words.reserve(words);
+        self.ends.reserve(n);
+        self.refs.reserve(2 * n);
+        self.strs.reserve(2 * n);
+        self.passes.reserve(n);
+    }
+
+    /// Appends `t`, the unit's next type, flattened and hashed (names keyed by
+    /// `keys`) by the preparer that started the batch.
+    pub fn push(&mut self, t: &Type, keys: &impl Fn(u32) -> u64) {
+        let compat = self.by.expect("a batch started by a preparer").compat;
+        let i = pos32(self.ends.len());
+        let b = self;
+        let start = b.words.len();
+        push_type(&mut b.words, t);
+        let r = &b.words[start..];
+        let info = r[1];
+        // Positions ascend within a record: its strings and ids are noted apart.
+        for_each_str_pos(info, |p| {
+            if r[p] != 0 {
+                b.strs.push(pos32(start + p));
+            }
+        });
+        for_each_ref_pos(info, |p| {
+            if r[p] != 0 {
+                b.refs.push(pos32(start + p));
+            }
+        });
+        let rec = Rec::new(r);
+        if let Some(h) = hash::prim_hash(rec, keys) {
+            b.passes.prims.push((i, h));
+        } else if let Some(h) = hash::struct_hash(rec, compat, keys) {
+            b.passes.structs.push((i, h));
+        } else if matches!(rec.kind(), K_VAR | K_DATASEC) {
+            b.unmerged.push(i);
+        } else {
+            b.passes.refs.push(i);
+        }
+        b.ends.push(pos32(b.words.len()));
     }
 }
 
