@@ -352,8 +352,10 @@ fn encode_units(
     // every unit's functions and variables are selected against them.
     let shared: OnceLock<Result<Shared, ElfError>> = OnceLock::new();
     let shared_init = || shared.get_or_init(|| new_shared(input, &opts.features, little, merged));
-    // The incremental dedup's batches are prepared on the workers.
+    // The incremental dedup's batches are prepared on the workers; once the array
+    // index type is known, whole but for the strings new to the run.
     let preparer = sink.as_ref().map(Incremental::preparer);
+    let lead: Arc<OnceLock<crate::dedup::Lead>> = Arc::new(OnceLock::new());
     let produce = |idx: usize| {
         busy(t, Busy::Parse, || {
             let arena = lock(&pool).pop().unwrap_or_default();
@@ -370,7 +372,7 @@ fn encode_units(
                 Some(p) => {
                     encode_unit_into(cu, ctx, &mut sc, ordered::Flattening::new(p)).map(|mut u| {
                         sc.learn_known(&mut u, &addr_cache);
-                        ordered::ready_flat(u)
+                        ordered::ready_flat(u, p, lead.get())
                     })
                 }
                 None => encode_unit(cu, ctx, &mut sc).map(|mut u| {
@@ -394,7 +396,7 @@ fn encode_units(
             Ok((unit, loclists_start))
         })
     };
-    let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t);
+    let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t, Arc::clone(&lead));
     let mut funcs: Option<FuncEncoder> = None;
     let consume = |item: usize, (unit, loclists_start): (ordered::ReadyUnit, u64)| {
         busy(t, Busy::Encode, || {

@@ -22,7 +22,7 @@ mod refs;
 
 pub use hash::name_key;
 pub use load::{BatchBuilder, PreparedBatch, Preparer};
-pub use local::LocalBatch;
+pub use local::{Lead, LocalBatch};
 
 use super::flat::*;
 use super::strset::StrSet;

@@ -99,7 +99,7 @@ mod flat;
 mod strset;
 mod table;
 
-pub use engine::{btf_keys, name_key, BatchBuilder, LocalBatch, PreparedBatch, Preparer};
+pub use engine::{btf_keys, name_key, BatchBuilder, Lead, LocalBatch, PreparedBatch, Preparer};
 
 use crate::btf::Btf;
 use crate::encode::strings::FxHasher;

@@ -80,6 +80,13 @@ impl UnitStrings {
         self.strs.len()
     }
 
+    /// The run's offset of string `o` (1-based, as the unit's records name it),
+    /// if an earlier unit gave it the run.
+    pub fn known(&self, o: u32) -> Option<u32> {
+        let i = (o as usize).checked_sub(1)?;
+        self.known.get(i).copied().filter(|&k| k != 0)
+    }
+
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
         self.strs.is_empty()

@@ -10,13 +10,14 @@
 //! here, as pahole chooses it.
 
 use crate::btf::{StrOffset, Type, TypeId, TypeKind};
-use crate::dedup::{Incremental, LocalBatch, Preparer};
+use crate::dedup::{Incremental, Lead, LocalBatch, PreparedBatch, Preparer};
 use crate::dwarf::types::Name;
 use crate::encode::strings::{UnitInterner, UnitStrings};
 use crate::encode::{
     EncodedUnit, EncoderState, FuncEncoder, IndexUse, UnitRecords, UnitTypeSink, INDEX_TYPE,
 };
 use crate::timing::{Busy, Timings};
+use std::sync::{Arc, OnceLock};
 
 /// `f`, counted as dedup time by `--time`.
 fn busy<R>(t: Option<&Timings>, f: impl FnOnce() -> R) -> R {
@@ -49,6 +50,9 @@ pub(super) struct Ordered {
     strs: Vec<StrOffset>,
     /// Where `--time` counts the dedup's busy time.
     timings: Option<&'static Timings>,
+    /// The lead slot of every batch once the index type is known, for the
+    /// workers ([`ready_flat`]).
+    lead: Arc<OnceLock<Lead>>,
 }
 
 impl Ordered {
@@ -57,6 +61,7 @@ impl Ordered {
         inc: Option<Incremental>,
         merged: bool,
         timings: Option<&'static Timings>,
+        lead: Arc<OnceLock<Lead>>,
     ) -> Ordered {
         Ordered {
             state,
@@ -65,6 +70,7 @@ impl Ordered {
             merged,
             strs: Vec::new(),
             timings,
+            lead,
         }
     }
 
@@ -153,51 +159,70 @@ impl Ordered {
 
         match (&mut self.inc, types) {
             (Some(inc), types) => {
-                // The unit's types as the worker prepared them, spliced around the
-                // index INT's copy (the lead slot) and the added `int`, with their
-                // ids and strings rewritten to the batch's.
-                let (local, own_int) = match types {
-                    UnitTypes::Prepared { local, own_int } => (*local, own_int),
-                    UnitTypes::Encoded(types) => {
-                        let local = prepare_unit(&inc.preparer(), &types, &strings);
-                        (local, uses.own_int.map(|k| types[k.0 as usize].clone()))
-                    }
-                };
-                drop(strings);
                 let state = &self.state;
                 let keys = crate::dedup::btf_keys(state.btf());
                 let id = |x: u32| batch_id(TypeId(x)).0;
                 let string = |o: u32| strs[o as usize - 1].0;
-                let lead_int = match (lead, &self.index) {
-                    (1, Some(Index::Int(t))) => Some(t),
-                    _ => None,
-                };
-                // The usual unit: the index INT's copy in the lead slot, then the
-                // unit's types, rewritten where they lie. Else (a unit before the
-                // index type is known, or the one that adds the `int`) spliced.
-                let local = match (lead_int, &int) {
-                    (Some(t), None) => local.into_prepared(inc.preparer(), t, &keys, id, string),
-                    _ => Err(Box::new(local)),
-                };
-                let batch = match local {
-                    Ok(batch) => batch,
-                    Err(local) => {
-                        // The unit's types are the local batch's 1..=n.
-                        let n = u32::try_from(local.len().saturating_sub(1))
-                            .map_err(|_| "too many types")?;
-                        let total = lead as usize + n as usize + usize::from(int.is_some());
-                        let mut b = inc.preparer().builder(total);
-                        if let Some(t) = lead_int {
-                            b.push_type(t, &keys);
+                let (batch, own_int) = match types {
+                    // Filled on the worker but for the strings new to the run.
+                    UnitTypes::Filled { mut batch, pending } => {
+                        if lead != 1 {
+                            return Err("internal error: a unit's batch filled before \
+                                 the array index type was known"
+                                .into());
                         }
-                        b.push_local(&local, 1..own.min(n) + 1, id, string);
-                        if let Some(t) = &int {
-                            b.push_type(t, &keys);
-                        }
-                        b.push_local(&local, own.min(n) + 1..n + 1, id, string);
-                        b.finish()
+                        batch.finish_strings(&pending, string);
+                        (*batch, None)
+                    }
+                    types => {
+                        // The unit's types as the worker prepared them, spliced
+                        // around the index INT's copy (the lead slot) and the added
+                        // `int`, with their ids and strings rewritten to the batch's.
+                        let (local, own_int) = match types {
+                            UnitTypes::Prepared { local, own_int } => (*local, own_int),
+                            UnitTypes::Encoded(types) => {
+                                let local = prepare_unit(&inc.preparer(), &types, &strings);
+                                (local, uses.own_int.map(|k| types[k.0 as usize].clone()))
+                            }
+                            UnitTypes::Filled { .. } => unreachable!("matched above"),
+                        };
+                        let lead_int = match (lead, &self.index) {
+                            (1, Some(Index::Int(t))) => Some(t),
+                            _ => None,
+                        };
+                        // The usual unit: the index INT's copy in the lead slot,
+                        // then the unit's types, rewritten where they lie. Else (a
+                        // unit before the index type is known, or the one that adds
+                        // the `int`) spliced.
+                        let local = match (lead_int, &int) {
+                            (Some(t), None) => {
+                                local.into_prepared(inc.preparer(), t, &keys, id, string)
+                            }
+                            _ => Err(Box::new(local)),
+                        };
+                        let batch = match local {
+                            Ok(batch) => batch,
+                            Err(local) => {
+                                // The unit's types are the local batch's 1..=n.
+                                let n = u32::try_from(local.len().saturating_sub(1))
+                                    .map_err(|_| "too many types")?;
+                                let total = lead as usize + n as usize + usize::from(int.is_some());
+                                let mut b = inc.preparer().builder(total);
+                                if let Some(t) = lead_int {
+                                    b.push_type(t, &keys);
+                                }
+                                b.push_local(&local, 1..own.min(n) + 1, id, string);
+                                if let Some(t) = &int {
+                                    b.push_type(t, &keys);
+                                }
+                                b.push_local(&local, own.min(n) + 1..n + 1, id, string);
+                                b.finish()
+                            }
+                        };
+                        (batch, own_int)
                     }
                 };
+                drop(strings);
                 let str_end = state.btf().str_end();
                 let kept = busy(self.timings, || inc.add_prepared(batch, str_end))
                     .map_err(|e| format!("dedup: {e}"))?;
@@ -215,10 +240,16 @@ impl Ordered {
                         }
                         None => int,
                     };
+                    if let Some(t) = &t {
+                        // Later units' workers fill their batches' lead slot.
+                        if let Some(l) = Lead::new(t, &crate::dedup::btf_keys(self.state.btf())) {
+                            let _ = self.lead.set(l);
+                        }
+                    }
                     self.index = t.map(Index::Int);
                 }
             }
-            (None, UnitTypes::Prepared { .. }) => {
+            (None, UnitTypes::Prepared { .. } | UnitTypes::Filled { .. }) => {
                 return Err(
                     "internal error: a unit prepared for a dedup the run does not have".into(),
                 )
@@ -265,6 +296,13 @@ enum UnitTypes {
         local: Box<LocalBatch>,
         own_int: Option<Type>,
     },
+    /// Prepared by the worker once the array index type was known: the lead slot
+    /// filled, ids rewritten to the batch's, and strings to the run's but for
+    /// those at `pending`, which no earlier unit had given the run.
+    Filled {
+        batch: Box<PreparedBatch>,
+        pending: Vec<u32>,
+    },
 }
 
 /// A unit's types flattened and hashed for the dedup as the encoder makes them
@@ -305,22 +343,51 @@ impl UnitTypeSink for Flattening {
     }
 }
 
-/// A unit encoded into a [`Flattening`], as the token holder takes it.
-pub(super) fn ready_flat(unit: EncodedUnit<Flattening>) -> ReadyUnit {
+/// A unit encoded into a [`Flattening`] for `p`'s dedup, as the token holder takes
+/// it. Once the run's array index type is known (`lead`), every later unit's batch
+/// has it in its lead slot and ids that do not depend on earlier units (a batch
+/// numbers its types from the base's last on): the worker then fills the batch
+/// whole, but for the strings no earlier unit gave the run.
+pub(super) fn ready_flat(
+    unit: EncodedUnit<Flattening>,
+    p: &Preparer,
+    lead: Option<&Lead>,
+) -> ReadyUnit {
     let EncodedUnit {
         types: Flattening { batch, bases },
         strings,
         index,
         records,
     } = unit;
-    let own_int = index
-        .own_int
-        .and_then(|k| bases.into_iter().find(|(id, _)| *id == k.0).map(|(_, t)| t));
+    let types = match lead {
+        Some(lead) => {
+            // As `Ordered::add` numbers a unit's types when its lead slot holds
+            // the index type's copy.
+            let first = p.first_id();
+            let id = |x: u32| if x == INDEX_TYPE.0 { first } else { first + x };
+            match batch.into_prepared_with(*p, lead, id, |o| strings.known(o)) {
+                Ok((batch, pending)) => UnitTypes::Filled {
+                    batch: Box::new(batch),
+                    pending,
+                },
+                Err(local) => UnitTypes::Prepared {
+                    local,
+                    own_int: None,
+                },
+            }
+        }
+        None => {
+            let own_int = index
+                .own_int
+                .and_then(|k| bases.into_iter().find(|(id, _)| *id == k.0).map(|(_, t)| t));
+            UnitTypes::Prepared {
+                local: Box::new(batch),
+                own_int,
+            }
+        }
+    };
     ReadyUnit {
-        types: UnitTypes::Prepared {
-            local: Box::new(batch),
-            own_int,
-        },
+        types,
         strings,
         index,
         records,

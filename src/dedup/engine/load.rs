@@ -99,6 +99,12 @@ pub struct BatchBuilder {
 }
 
 impl Preparer {
+    /// The id of a batch's first type (batches number their types from the
+    /// base's last on, whatever the types kept before them).
+    pub fn first_id(&self) -> u32 {
+        self.base_types + 1
+    }
+
     /// Flattens and checks `types`, numbered from the base's last id + 1 (their
     /// references to each other are those ids), with the hashes that need no other
     /// type, names keyed by `keys` (the [`name_key`](super::name_key) of the string

@@ -151,6 +151,29 @@ fn lead_placeholder() -> Type {
     }
 }
 
+/// What fills the lead slot of a batch once the run's array index type is known:
+/// that INT's record, in the run's strings, and its hash (see
+/// [`LocalBatch::into_prepared`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lead {
+    words: [u32; INT_WORDS],
+    hash: u64,
+}
+
+impl Lead {
+    /// `int` as the lead slot, its name keyed by `keys`; None if it is not an INT.
+    pub fn new(int: &Type, keys: &impl Fn(u32) -> u64) -> Option<Lead> {
+        if !matches!(int.kind, TypeKind::Int { .. }) {
+            return None;
+        }
+        let mut slot = Vec::with_capacity(INT_WORDS);
+        push_type(&mut slot, int);
+        let words: [u32; INT_WORDS] = slot.try_into().ok()?;
+        let hash = hash::prim_hash(Rec::new(&words), keys)?;
+        Some(Lead { words, hash })
+    }
+}
+
 impl LocalBatch {
     /// The batch of `by`'s dedup: `lead` (an INT, in the batch's ids and strings)
     /// in the lead slot, then the unit's types, each id `x` (not void) rewritten to
@@ -159,28 +182,49 @@ impl LocalBatch {
     /// batch ([`BatchBuilder::push_local`]), without copying it. `lead`'s name is
     /// keyed by `keys`. Gives the batch back if `lead` is not an INT.
     pub fn into_prepared(
-        mut self,
+        self,
         by: Preparer,
         lead: &Type,
         keys: &impl Fn(u32) -> u64,
         id: impl Fn(u32) -> u32,
         string: impl Fn(u32) -> u32,
     ) -> Result<PreparedBatch, Box<LocalBatch>> {
-        if !matches!(lead.kind, TypeKind::Int { .. }) || self.is_empty() {
-            return Err(Box::new(self));
-        }
-        let mut slot = Vec::with_capacity(INT_WORDS);
-        push_type(&mut slot, lead);
-        self.words[..INT_WORDS].copy_from_slice(&slot);
-        let Some(h) = hash::prim_hash(Rec::new(&slot), keys) else {
+        let Some(lead) = Lead::new(lead, keys) else {
             return Err(Box::new(self));
         };
-        self.passes.prims[0] = (0, h);
-        let mut max_str = lead.name.0;
+        let (batch, pending) = self.into_prepared_with(by, &lead, id, |o| Some(string(o)))?;
+        debug_assert!(pending.is_empty());
+        Ok(batch)
+    }
+
+    /// [`LocalBatch::into_prepared`] with the lead slot's filling made once, and
+    /// strings `string` does not know yet (None) left as they are: their
+    /// positions are returned, for [`PreparedBatch::finish_strings`]. So a worker
+    /// can prepare a unit's batch whole but for the strings no earlier unit gave
+    /// the run.
+    pub fn into_prepared_with(
+        mut self,
+        by: Preparer,
+        lead: &Lead,
+        id: impl Fn(u32) -> u32,
+        string: impl Fn(u32) -> Option<u32>,
+    ) -> Result<(PreparedBatch, Vec<u32>), Box<LocalBatch>> {
+        if self.is_empty() {
+            return Err(Box::new(self));
+        }
+        self.words[..INT_WORDS].copy_from_slice(&lead.words);
+        self.passes.prims[0] = (0, lead.hash);
+        let mut max_str = Rec::new(&lead.words).name();
+        let mut pending = Vec::new();
         for &q in &self.strs {
             let w = &mut self.words[q as usize];
-            *w = string(*w);
-            max_str = max_str.max(*w);
+            match string(*w) {
+                Some(x) => {
+                    *w = x;
+                    max_str = max_str.max(x);
+                }
+                None => pending.push(q),
+            }
         }
         // As `BatchBuilder::note_ref`: ids past the batch's last are an error (the
         // first one is reported), ids of the batch's own types are noted. The
@@ -204,7 +248,7 @@ impl LocalBatch {
             }
         }
         self.refs.truncate(own);
-        Ok(PreparedBatch {
+        let batch = PreparedBatch {
             by,
             words: self.words,
             ends: self.ends,
@@ -213,7 +257,20 @@ impl LocalBatch {
             unmerged: self.unmerged,
             bad_ref,
             max_str,
-        })
+        };
+        Ok((batch, pending))
+    }
+}
+
+impl PreparedBatch {
+    /// Rewrites the string words at `pending` (which
+    /// [`LocalBatch::into_prepared_with`] left) to `string(s)`.
+    pub fn finish_strings(&mut self, pending: &[u32], string: impl Fn(u32) -> u32) {
+        for &q in pending {
+            let w = &mut self.words[q as usize];
+            *w = string(*w);
+            self.max_str = self.max_str.max(*w);
+        }
     }
 }
 
