@@ -392,10 +392,22 @@ mod tests {
             b.push_type(&lead, &keys);
             b.push_local(&local, 1..pos32(local.len()), id, string);
             let spliced = b.finish();
+            // Filled in two steps, as a worker and the token holder do: strings
+            // 1 and 3 known first, the others after.
+            let (mut parted, pending) = local
+                .clone()
+                .into_prepared_with(by, &Lead::new(&lead, &keys).unwrap(), id, |o| {
+                    [1, 3].contains(&o).then(|| string(o))
+                })
+                .expect("an INT fills the slot");
+            assert_eq!(pending.len(), 2, "names 2 and 4 wait");
+            assert_ne!(parted, spliced);
+            parted.finish_strings(&pending, string);
             let filled = local
                 .into_prepared(by, &lead, &keys, id, string)
                 .expect("an INT fills the slot");
             assert_eq!(filled, spliced);
+            assert_eq!(parted, spliced);
             assert_eq!(filled.bad_ref.is_some(), past);
         }
     }
