@@ -1,8 +1,8 @@
 //! The model of one compile unit's DIEs as the encoder reads them: [`CuTypes`] and
 //! the records it holds (types, members, functions, variables, decl tags), in the
 //! unit's arena. Type references stay unit offsets ([`DieRef`]);
-//! [`CuTypes::index_of`] maps them to positions by binary search over the sorted DIE
-//! offsets. Names borrow the input's string sections.
+//! [`CuTypes::index_of`] maps them to positions through an index of the sorted DIE
+//! offsets by 64-byte bucket. Names borrow the input's string sections.
 //!
 //! Building it: [`parse_cu`] / [`parse_group`] (`walk.rs`, the tree walk), which
 //! turn each wanted DIE into a record (`record.rs`) from its decoded attributes
@@ -318,20 +318,22 @@ pub struct VarDie<'a> {
     pub annots: &'a [AnnotDie<'a>],
 }
 
-/// The type DIEs of one unit, in DIE order, allocated in the unit's arena.
+/// The DIEs of one unit the encoder reads, in DIE order: the arrays are the
+/// unit's own vectors, the lists they point to (members, parameters...) are in
+/// the unit's arena; both go when the unit does.
 #[derive(Debug)]
 pub struct CuTypes<'a> {
     /// Unit offset of each entry of `types` (strictly increasing).
-    pub offsets: &'a [u32],
+    pub offsets: Vec<u32>,
     /// For each `2^BUCKET_SHIFT` bytes of the unit, the first entry of `offsets`
     /// at or past their start ([`index_buckets`]): a reference is resolved by a
     /// short scan from there, not a binary search of the whole unit (one per
     /// member, parameter and pointer: 5% of a run's cycles). Empty: search.
     pub buckets: &'a [u32],
     /// The type DIEs.
-    pub types: &'a [TypeDie<'a>],
+    pub types: Vec<TypeDie<'a>>,
     /// `btf_decl_tag` annotations of types and members.
-    pub decl_tags: &'a [DeclTagDie<'a>],
+    pub decl_tags: Vec<DeclTagDie<'a>>,
     /// `DW_AT_language` of the unit (0 if absent).
     pub language: u16,
     /// Address size of the unit (pointer size).
@@ -340,9 +342,9 @@ pub struct CuTypes<'a> {
     /// locations differently).
     pub producer_clang: bool,
     /// Unit-level subprograms, in DIE order.
-    pub funcs: &'a [FuncDie<'a>],
+    pub funcs: Vec<FuncDie<'a>>,
     /// Unit-level variables, in DIE order.
-    pub vars: &'a [VarDie<'a>],
+    pub vars: Vec<VarDie<'a>>,
     /// For reading parameter location lists (None for an empty unit).
     pub locs: Option<LocCtx<'a>>,
     /// The lowest `.debug_loclists` (or `.debug_loc`) offset the unit uses: its
@@ -410,15 +412,15 @@ impl<'a> CuTypes<'a> {
     /// An empty unit (e.g. one whose language is excluded).
     pub fn empty(language: u16, address_size: u8) -> CuTypes<'static> {
         CuTypes {
-            offsets: &[],
+            offsets: Vec::new(),
             buckets: &[],
-            types: &[],
-            decl_tags: &[],
+            types: Vec::new(),
+            decl_tags: Vec::new(),
             language,
             address_size,
             producer_clang: false,
-            funcs: &[],
-            vars: &[],
+            funcs: Vec::new(),
+            vars: Vec::new(),
             locs: None,
             loclists_start: u64::MAX,
             order: &[],
@@ -453,12 +455,12 @@ mod tests {
         }
         for offs in [&offsets[..], &offsets[..1], &[]] {
             let cu = CuTypes {
-                offsets: offs,
+                offsets: offs.to_vec(),
                 buckets: index_buckets(offs, &bump),
                 ..CuTypes::empty(0, 8)
             };
             let searched = CuTypes {
-                offsets: offs,
+                offsets: offs.to_vec(),
                 ..CuTypes::empty(0, 8)
             };
             for r in 0..o + 200 {

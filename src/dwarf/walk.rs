@@ -144,9 +144,10 @@ pub fn parse_group<'a, 'i: 'a>(
 
 /// The arrays a unit's (or a group's) DIEs are parsed into.
 ///
-/// They grow on the heap and are copied into the arena once, at their final
-/// length: grown in the arena, each doubling would leave the old copy there (a bump
-/// arena frees nothing until it is reset), up to as much again as the final array.
+/// They are heap vectors, reserved for the unit's size ([`Acc::reserve_for`]),
+/// which the unit's [`CuTypes`] then owns: grown in the arena, each doubling would
+/// leave the old copy there (a bump arena frees nothing until it is reset), and
+/// copying them into it at the end cost 1% of a run's instructions.
 pub(super) struct Acc<'a> {
     pub(super) offsets: Vec<u32>,
     pub(super) types: Vec<TypeDie<'a>>,
@@ -198,15 +199,15 @@ impl<'a> Acc<'a> {
         let order = self.emission_order();
         let bump = self.bump;
         CuTypes {
-            offsets: bump.alloc_slice_copy(&self.offsets),
             buckets: super::types::index_buckets(&self.offsets, bump),
-            types: bump.alloc_slice_copy(&self.types),
-            decl_tags: bump.alloc_slice_copy(&self.decl_tags),
+            offsets: self.offsets,
+            types: self.types,
+            decl_tags: self.decl_tags,
             language: info.language,
             address_size: info.address_size,
             producer_clang: info.producer_clang,
-            funcs: bump.alloc_slice_copy(&self.funcs),
-            vars: bump.alloc_slice_copy(&self.vars),
+            funcs: self.funcs,
+            vars: self.vars,
             locs: info.locs,
             loclists_start: info.loclists_start,
             order,
