@@ -51,6 +51,18 @@ impl<'i> Cur<'i> {
         self.rest.is_empty()
     }
 
+    /// The next `n` bytes, not consumed (None if fewer are left).
+    #[inline]
+    pub fn peek(&self, n: usize) -> Option<&'i [u8]> {
+        self.rest.get(..n)
+    }
+
+    /// Whether the cursor reads little-endian numbers.
+    #[inline]
+    pub fn little(&self) -> bool {
+        self.little
+    }
+
     #[inline]
     fn take(&mut self, n: usize) -> Result<&'i [u8]> {
         if n > self.rest.len() {

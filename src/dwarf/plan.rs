@@ -107,6 +107,63 @@ pub enum Op {
     Read(DwAt, Fast, i64),
 }
 
+/// Where a member DIE of a fixed-size abbreviation holds the only attributes
+/// read of it (the common member: a name, a type reference within the unit and
+/// a constant location, besides attributes not read), so that it is read at those
+/// offsets in one step: members are half of a kernel's DIEs.
+#[derive(Clone, Copy, Debug)]
+pub struct MemberPlan {
+    /// Offset and form of the name (`strp`, `strx1`..`strx4`).
+    pub name: Option<(u32, Fast)>,
+    /// Offset and form of the type (`ref1`..`ref8`).
+    pub ty: Option<(u32, Fast)>,
+    /// Offset and form of the location (`data1`..`data8`).
+    pub location: Option<(u32, Fast)>,
+}
+
+impl MemberPlan {
+    /// The plan of member abbreviation `a`, if it qualifies: no children, every
+    /// form fixed-size, and every attribute `needed` reads one of the three above
+    /// in one of their forms, each once.
+    fn of(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Option<Self> {
+        if a.tag() != DW_TAG_member || a.has_children() {
+            return None;
+        }
+        let mut m = MemberPlan {
+            name: None,
+            ty: None,
+            location: None,
+        };
+        let mut at = 0u32;
+        for s in a.attributes() {
+            let (name, form) = (s.name(), s.form());
+            let size = enc.fixed_size(form)?;
+            if needed(name) {
+                let slot = match (name, form) {
+                    (
+                        DW_AT_name,
+                        DW_FORM_strp | DW_FORM_strx1 | DW_FORM_strx2 | DW_FORM_strx3
+                        | DW_FORM_strx4,
+                    ) => &mut m.name,
+                    (DW_AT_type, DW_FORM_ref1 | DW_FORM_ref2 | DW_FORM_ref4 | DW_FORM_ref8) => {
+                        &mut m.ty
+                    }
+                    (
+                        DW_AT_data_member_location,
+                        DW_FORM_data1 | DW_FORM_data2 | DW_FORM_data4 | DW_FORM_data8,
+                    ) => &mut m.location,
+                    _ => return None,
+                };
+                if slot.replace((at, Fast::of(form, enc))).is_some() {
+                    return None;
+                }
+            }
+            at += u32::from(size);
+        }
+        Some(m)
+    }
+}
+
 /// One abbreviation, ready for the hot loop.
 pub struct Plan {
     /// The DIE tag.
@@ -115,6 +172,8 @@ pub struct Plan {
     pub has_children: bool,
     /// Total size when every form is fixed-size: such DIEs are skipped in one step.
     pub fixed: Option<u32>,
+    /// For the common member abbreviation, where its attributes lie.
+    pub member: Option<MemberPlan>,
     /// The steps to skip the whole DIE (`..split`), then those that read the
     /// attributes `needed` selects and skip the others (`split..`): one allocation.
     ops: Box<[Op]>,
@@ -160,6 +219,7 @@ impl Plan {
             tag: a.tag(),
             has_children: a.has_children(),
             fixed,
+            member: fixed.and_then(|_| MemberPlan::of(a, enc, needed)),
             ops: out.into_boxed_slice(),
             split,
         }

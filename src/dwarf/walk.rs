@@ -7,10 +7,10 @@
 use super::attrs::{take_attr, Attrs};
 use super::die::{Cur, DieError, Place, UnitEnc, Val};
 use super::error::DwarfErrorKind;
-use super::plan::{Op, Plans};
+use super::plan::{Fast, MemberPlan, Op, Plans};
 use super::types::{
-    AnnotDie, CuTypes, DeclTagDie, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie, Name,
-    ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
+    AnnotDie, CuTypes, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie,
+    Name, ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
 };
 use super::DwarfInput;
 use arena::Bump;
@@ -486,6 +486,16 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 Some(f) if f.depth == depth - 1 => f.kind,
                 _ => FrameKind::Other,
             };
+            if parent == FrameKind::Composite {
+                if let (Some(m), Some(n)) = (plan.member, plan.fixed) {
+                    if let Some(bytes) = cursor.peek(n as usize) {
+                        // What the general path below makes of such a member.
+                        s.members.push(self.fast_member(&m, bytes)?);
+                        cursor.skip_bytes(n as usize)?;
+                        continue;
+                    }
+                }
+            }
             let wanted = is_type_tag(tag)
                 || matches!(
                     (parent, tag),
@@ -578,6 +588,41 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
             self.close(f, s)?;
         }
         Ok(())
+    }
+}
+
+impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
+    /// The member whose attributes are `bytes`, laid out as `m` says: what reading
+    /// them one by one gives (the same reads; no bit field, no other attribute).
+    #[inline]
+    fn fast_member(&self, m: &MemberPlan, bytes: &'i [u8]) -> Result<MemberDie<'a>, DieError> {
+        let read = |(at, form): (u32, Fast)| {
+            let mut c = Cur::new(&bytes[at as usize..], self.enc.little);
+            self.enc.read_fast(&mut c, form, 0)
+        };
+        let name = match m.name.map(read).transpose()? {
+            Some(Val::Str(s)) => s,
+            _ => Name::EMPTY,
+        };
+        let ty = match m.ty.map(read).transpose()? {
+            Some(Val::Ref(o)) => DieRef(o),
+            _ => DieRef::VOID,
+        };
+        let location = match m.location.map(read).transpose()? {
+            Some(Val::U(x)) => x,
+            _ => 0,
+        };
+        Ok(MemberDie {
+            name,
+            ty,
+            bit_offset: location.checked_mul(8).ok_or(DwarfErrorKind::TooLarge {
+                what: "DW_AT_data_member_location",
+                value: location,
+            })?,
+            bit_size: 0,
+            old_bit_offset: None,
+            byte_size: 0,
+        })
     }
 }
 
