@@ -373,4 +373,64 @@ mod tests {
             }
         }
     }
+
+    /// The abbreviations of a `.debug_abbrev` holding `abbrevs` (code 1 on, each
+    /// a tag, children or not, and (attribute, form) pairs).
+    fn abbrevs(abbrevs: &[(u16, bool, &[(u16, u16)])]) -> gimli::Abbreviations {
+        let mut b = Vec::new();
+        for (i, (tag, children, attrs)) in abbrevs.iter().enumerate() {
+            // Codes, tags, attributes and forms below 128: one-byte ULEBs.
+            b.extend([i as u8 + 1, *tag as u8, u8::from(*children)]);
+            for &(name, form) in *attrs {
+                b.extend([name as u8, form as u8]);
+            }
+            b.extend([0, 0]);
+        }
+        b.push(0);
+        let sec = gimli::DebugAbbrev::new(b.leak(), gimli::LittleEndian);
+        sec.abbreviations(gimli::DebugAbbrevOffset(0)).unwrap()
+    }
+
+    /// The common member abbreviation gets its attributes' offsets; one with any
+    /// other attribute read, children, or a variable-size form does not.
+    #[test]
+    fn member_plans_only_for_the_common_members() {
+        let (name, file, line, ty, loc) = (
+            (DW_AT_name.0, DW_FORM_strp.0),
+            (DW_AT_decl_file.0, DW_FORM_data1.0),
+            (DW_AT_decl_line.0, DW_FORM_data2.0),
+            (DW_AT_type.0, DW_FORM_ref4.0),
+            (DW_AT_data_member_location.0, DW_FORM_data2.0),
+        );
+        let member = DW_TAG_member.0;
+        let a = abbrevs(&[
+            (member, false, &[name, file, line, ty, loc]),
+            (
+                member,
+                false,
+                &[name, ty, loc, (DW_AT_bit_size.0, DW_FORM_data1.0)],
+            ),
+            (member, true, &[name, ty, loc]),
+            (member, false, &[(DW_AT_name.0, DW_FORM_string.0), ty, loc]),
+            (member, false, &[name, ty, ty]),
+            (DW_TAG_variable.0, false, &[name, ty]),
+            (member, false, &[ty]),
+        ]);
+        let e = enc(true, 4);
+        let plan = |code| {
+            let p = Plan::new(a.get(code).unwrap(), &e, super::super::attrs::is_needed);
+            p.member.map(|m| {
+                (
+                    m.name.map(|x| x.0),
+                    m.ty.map(|x| x.0),
+                    m.location.map(|x| x.0),
+                )
+            })
+        };
+        assert_eq!(plan(1), Some((Some(0), Some(7), Some(11))));
+        for code in 2..=6 {
+            assert_eq!(plan(code), None, "abbreviation {code}");
+        }
+        assert_eq!(plan(7), Some((None, Some(0), None)));
+    }
 }
