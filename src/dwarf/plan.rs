@@ -374,15 +374,18 @@ mod tests {
         }
     }
 
-    /// The abbreviations of a `.debug_abbrev` holding `abbrevs` (code 1 on, each
-    /// a tag, children or not, and (attribute, form) pairs).
-    fn abbrevs(abbrevs: &[(u16, bool, &[(u16, u16)])]) -> gimli::Abbreviations {
+    /// An abbreviation: its tag, whether it has children, (attribute, form) pairs.
+    type Abbrev<'a> = (u16, bool, &'a [(u16, u16)]);
+
+    /// The abbreviations of a `.debug_abbrev` holding `abbrevs` (code 1 on).
+    fn abbrevs(abbrevs: &[Abbrev<'_>]) -> gimli::Abbreviations {
+        // Codes, tags, attributes and forms below 128: one-byte ULEBs.
+        let byte = |x: usize| u8::try_from(x).ok().filter(|&b| b < 128).unwrap();
         let mut b = Vec::new();
         for (i, (tag, children, attrs)) in abbrevs.iter().enumerate() {
-            // Codes, tags, attributes and forms below 128: one-byte ULEBs.
-            b.extend([i as u8 + 1, *tag as u8, u8::from(*children)]);
+            b.extend([byte(i + 1), byte((*tag).into()), u8::from(*children)]);
             for &(name, form) in *attrs {
-                b.extend([name as u8, form as u8]);
+                b.extend([byte(name.into()), byte(form.into())]);
             }
             b.extend([0, 0]);
         }
