@@ -7,7 +7,7 @@
 use super::attrs::{take_attr, Attrs};
 use super::die::{Cur, DieError, Place, UnitEnc, Val};
 use super::error::DwarfErrorKind;
-use super::plan::{Fast, MemberPlan, Op, Plans};
+use super::plan::{MemberPlan, Op, Plans};
 use super::types::{
     AnnotDie, CuTypes, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie,
     Name, ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
@@ -596,22 +596,26 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     /// them one by one gives (the same reads; no bit field, no other attribute).
     #[inline]
     fn fast_member(&self, m: &MemberPlan, bytes: &'i [u8]) -> Result<MemberDie<'a>, DieError> {
-        let read = |(at, form): (u32, Fast)| {
-            let mut c = Cur::new(&bytes[at as usize..], self.enc.little);
-            self.enc.read_fast(&mut c, form, 0)
-        };
-        let name = match m.name.map(read).transpose()? {
-            Some(Val::Str(s)) => s,
-            _ => Name::EMPTY,
-        };
-        let ty = match m.ty.map(read).transpose()? {
-            Some(Val::Ref(o)) => DieRef(o),
-            _ => DieRef::VOID,
-        };
-        let location = match m.location.map(read).transpose()? {
-            Some(Val::U(x)) => x,
-            _ => 0,
-        };
+        let enc = &self.enc;
+        let at = |at: u32| Cur::new(&bytes[at as usize..], enc.little);
+        let mut name = Name::EMPTY;
+        if let Some((o, form)) = m.name {
+            if let Val::Str(s) = enc.read_fast(&mut at(o), form, 0)? {
+                name = s;
+            }
+        }
+        let mut ty = DieRef::VOID;
+        if let Some((o, form)) = m.ty {
+            if let Val::Ref(r) = enc.read_fast(&mut at(o), form, 0)? {
+                ty = DieRef(r);
+            }
+        }
+        let mut location = 0;
+        if let Some((o, form)) = m.location {
+            if let Val::U(x) = enc.read_fast(&mut at(o), form, 0)? {
+                location = x;
+            }
+        }
         Ok(MemberDie {
             name,
             ty,
