@@ -1,0 +1,150 @@
+//! Tests of the unit tables, the run's index and its address cache.
+
+use super::*;
+
+#[test]
+fn interns_once() {
+    let mut btf = Btf::new(None);
+    let mut idx = StrIndex::default();
+    let sec = b"int\0long\0int\0";
+    let a = idx.intern(&mut btf, Name::new(&sec[0..]));
+    let b = idx.intern(&mut btf, Name::new(&sec[4..]));
+    assert_eq!(idx.intern(&mut btf, Name::new(&sec[0..])), a);
+    assert_eq!(idx.intern(&mut btf, Name::new(&sec[9..])), a);
+    assert_eq!(idx.intern(&mut btf, Name::new(b"int")), a);
+    assert_ne!(a, b);
+    assert_eq!(idx.intern(&mut btf, Name::new(&sec[3..])), StrOffset::EMPTY);
+    assert_eq!(btf.strings(), b"\0int\0long\0");
+}
+
+/// A unit's strings that an earlier unit merged are found by address before
+/// its turn, with the offsets the merge gives; the others are left to it.
+#[test]
+fn known_strings_are_the_merged_offsets() {
+    let sec = b"int\0long\0char\0";
+    let mut u = UnitInterner::default();
+    u.intern(Name::new(&sec[0..]));
+    u.intern(Name::new(&sec[4..]));
+    let first = u.take();
+    u.intern(Name::new(&sec[9..]));
+    u.intern(Name::new(&sec[4..]));
+    u.intern_owned(b"int");
+    let mut second = u.take();
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let cache = idx.addr_cache();
+    u.learn_known(&mut second, &cache);
+    assert_eq!(second.known, [0, 0, 0], "nothing merged yet");
+    let mut a = Vec::new();
+    idx.merge(&mut btf, &first, 0..first.len(), &mut a);
+    u.learn_known(&mut second, &cache);
+    // "char" is new; "long" is known; the owned "int" has no address.
+    assert_eq!(second.known, [0, a[1].0, 0]);
+    let mut b = Vec::new();
+    idx.merge(&mut btf, &second, 0..second.len(), &mut b);
+    assert_eq!(b[1..], [a[1], a[0]]);
+    assert_eq!(btf.strings(), b"\0int\0long\0char\0");
+    // The interner remembers: a third unit's "long" is known when interned,
+    // and its bytes are not kept; "char", merged only after the last look-up,
+    // is left to the merge.
+    u.intern(Name::new(&sec[4..]));
+    u.intern(Name::new(&sec[9..]));
+    let third = u.take();
+    assert_eq!(third.known, [a[1].0, 0]);
+    assert_eq!((third.bytes(0), third.bytes(1)), (&b""[..], &b"char"[..]));
+    let mut c = Vec::new();
+    idx.merge(&mut btf, &third, 0..third.len(), &mut c);
+    assert_eq!(c, [a[1], b[0]]);
+    assert_eq!(btf.strings(), b"\0int\0long\0char\0");
+}
+
+/// Readers on other threads never take a half-written entry: every offset
+/// they find is the one written for that address.
+#[test]
+fn cache_readers_see_whole_entries() {
+    let cache = AddrCache::new(4);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    // Address `a` (many share each slot) always maps to length a % 7 and offset
+    // a * 3, so any mix of two entries is detectable.
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut found = 0u32;
+                while !stop.load(Ordering::Relaxed) {
+                    for a in 1..200u32 {
+                        if let Some(off) = cache.get(a as usize, a % 7) {
+                            assert_eq!(off, a * 3, "address {a}");
+                            found += 1;
+                        }
+                        assert_eq!(cache.get(a as usize, a % 7 + 1), None);
+                    }
+                }
+                std::hint::black_box(found);
+            });
+        }
+        for round in 0..1_000_000u32 {
+            let a = 1 + round % 199;
+            cache.set(a as usize, a % 7, a * 3);
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+#[test]
+fn unit_tables_merge_in_first_use_order() {
+    let sec = b"int\0long\0int\0char\0";
+    let mut u = UnitInterner::default();
+    assert_eq!(u.intern(Name::new(&sec[4..])), StrOffset(1));
+    assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2));
+    assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "by address");
+    assert_eq!(
+        u.intern(Name::new(&sec[9..])),
+        StrOffset(3),
+        "another address"
+    );
+    assert_eq!(u.intern_owned(b"long"), StrOffset(4));
+    let first = u.take();
+    assert_eq!(u.intern(Name::new(&sec[13..])), StrOffset(1));
+    assert_eq!(u.intern(Name::new(&sec[0..])), StrOffset(2), "a new unit");
+    let second = u.take();
+    let mut btf = Btf::new(None);
+    let mut idx = StrIndex::default();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    idx.merge(&mut btf, &first, 0..first.len(), &mut a);
+    idx.merge(&mut btf, &second, 0..second.len(), &mut b);
+    assert_eq!(btf.strings(), b"\0long\0int\0char\0");
+    assert_eq!(a, [StrOffset(1), StrOffset(6), StrOffset(6), StrOffset(1)]);
+    assert_eq!(b, [StrOffset(10), StrOffset(6)]);
+}
+
+#[test]
+fn names_an_earlier_unit_met_keep_their_bytes_and_hashes() {
+    let sec = b"task_struct\0pid\0";
+    let mut u = UnitInterner::default();
+    u.intern(Name::new(&sec[12..]));
+    u.intern(Name::new(&sec[..]));
+    drop(u.take());
+    // The same addresses again, in another order, and one of them read from a
+    // shorter slice (another key: its length is not the cached one's).
+    assert_eq!(u.intern(Name::new(&sec[..])), StrOffset(1));
+    assert_eq!(u.intern(Name::new(&sec[..4])), StrOffset(2));
+    assert_eq!(u.intern(Name::new(&sec[12..])), StrOffset(3));
+    assert_eq!(u.intern(Name::new(&sec[12..])), StrOffset(3));
+    let t = u.take();
+    let want: [&[u8]; 3] = [b"task_struct", b"task", b"pid"];
+    assert_eq!(t.len(), want.len());
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(t.bytes(i), *w);
+        assert_eq!(t.hash(i), hash_str(w));
+    }
+}
+
+#[test]
+fn equal_hashes_of_different_strings_are_told_apart() {
+    let mut btf = Btf::new(None);
+    let mut idx = StrIndex::default();
+    let a = idx.intern_hashed(&mut btf, 7, b"a");
+    let b = idx.intern_hashed(&mut btf, 7, b"b");
+    assert_ne!(a, b);
+    assert_eq!(idx.intern_hashed(&mut btf, 7, b"b"), b);
+    assert_eq!(idx.intern_hashed(&mut btf, 7, b"a"), a);
+}
