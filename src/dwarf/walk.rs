@@ -5,9 +5,9 @@
 //! unit's [`CuTypes`].
 
 use super::attrs::{take_attr, Attrs};
-use super::die::{Cur, DieError, Place, UnitEnc, Val};
+use super::die::{self, Cur, DieError, Place, UnitEnc, Val};
 use super::error::DwarfErrorKind;
-use super::plan::{MemberPlan, Op, Plans};
+use super::plan::{Fast, MemberPlan, Op, Plans};
 use super::types::{
     AnnotDie, CuTypes, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie,
     Name, ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
@@ -597,25 +597,51 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
     #[inline]
     fn fast_member(&self, m: &MemberPlan, bytes: &'i [u8]) -> Result<MemberDie<'a>, DieError> {
         let enc = &self.enc;
+        // The plan's offsets lie within the DIE's fixed size, which `bytes` holds.
+        let word = |at: u32, width: usize| {
+            let b = &bytes[at as usize..][..width];
+            let mut buf = [0u8; 8];
+            if enc.little {
+                buf[..width].copy_from_slice(b);
+                u64::from_le_bytes(buf)
+            } else {
+                buf[8 - width..].copy_from_slice(b);
+                u64::from_be_bytes(buf)
+            }
+        };
         let at = |at: u32| Cur::new(&bytes[at as usize..], enc.little);
         let mut name = Name::EMPTY;
-        if let Some((o, form)) = m.name {
-            if let Val::Str(s) = enc.read_fast(&mut at(o), form, 0)? {
-                name = s;
+        match m.name {
+            // The common forms read straight, the others as any attribute is.
+            Some((o, Fast::Strp4)) => name = die::str_at(enc.debug_str, word(o, 4))?,
+            Some((o, form)) => {
+                if let Val::Str(s) = enc.read_fast(&mut at(o), form, 0)? {
+                    name = s;
+                }
             }
+            None => {}
         }
         let mut ty = DieRef::VOID;
         if let Some((o, form)) = m.ty {
-            if let Val::Ref(r) = enc.read_fast(&mut at(o), form, 0)? {
+            let v = match form {
+                Fast::Ref4 => enc.local(word(o, 4))?,
+                form => enc.read_fast(&mut at(o), form, 0)?,
+            };
+            if let Val::Ref(r) = v {
                 ty = DieRef(r);
             }
         }
-        let mut location = 0;
-        if let Some((o, form)) = m.location {
-            if let Val::U(x) = enc.read_fast(&mut at(o), form, 0)? {
-                location = x;
-            }
-        }
+        let location = match m.location {
+            Some((o, Fast::U1)) => word(o, 1),
+            Some((o, Fast::U2)) => word(o, 2),
+            Some((o, Fast::U4)) => word(o, 4),
+            Some((o, Fast::U8)) => word(o, 8),
+            Some((o, form)) => match enc.read_fast(&mut at(o), form, 0)? {
+                Val::U(x) => x,
+                _ => 0,
+            },
+            None => 0,
+        };
         Ok(MemberDie {
             name,
             ty,
