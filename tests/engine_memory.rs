@@ -1,9 +1,9 @@
 //! Peak memory of the engine on the corpus vmlinux with the kernel's flags, measured
 //! by GNU time around the CLI in the default mode (incremental dedup for a vmlinux):
 //! at most 95 MB at -j1 and -j8 (pahole 1.31: 617–625 MB), flat in -j (-j8 within
-//! 1.15 × -j1, medians of three runs each), and flat in the input: a kernel with four copies of the vmlinux's
-//! `.debug_info` stays within 1.3 × the vmlinux. Skips with a message when the
-//! corpus, /usr/bin/time or objcopy are absent.
+//! 1.15 × -j1, medians of three runs each), and flat in the input: a kernel with
+//! four copies of the vmlinux's `.debug_info` stays within 1.3 × the vmlinux. Skips
+//! with a message when the corpus, /usr/bin/time or objcopy are absent.
 
 mod common;
 use common::*;
