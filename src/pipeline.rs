@@ -3,16 +3,17 @@
 //!
 //! [`sched::run_ordered`] hands unit indices to the workers. A worker parses unit `i`
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
-//! ([`encode_unit`]) into an owned [`crate::encode::EncodedUnit`] (types with unit-local ids, a
-//! unit-local string table, its function and variable records), looks up the
-//! strings earlier units gave the run (`UnitInterner::learn_known`), prepares its
-//! types for the incremental dedup if there is one ([`ordered::ready`]: the dedup's
-//! work that needs no other unit), and empties the arena back into the pool at
-//! once. Whichever worker holds the token merges the next unit
-//! in order ([`ordered::Ordered::add`]): its strings into the run's string section,
-//! its types into the run's BTF or the incremental dedup (whole BTF; see
-//! [`DedupMode`]), its records, renumbered, into the run's functions; then it releases
-//! the unit's input pages. At most `window` units are encoded but not yet merged.
+//! ([`encode_unit`]) into an owned [`crate::encode::EncodedUnit`] (types with
+//! unit-local ids, a unit-local string table, its function and variable records),
+//! looks up the strings earlier units gave the run (`UnitInterner::learn_known`),
+//! with an incremental dedup flattens its types for it as they are encoded
+//! (`ordered::Flattening`, `ordered::ready_flat`: the dedup's work that needs no
+//! other unit), and empties the arena back into the pool at once. Whichever worker
+//! holds the token merges the next unit in order ([`ordered::Ordered::add`]): its
+//! strings into the run's string section, its types into the run's BTF or the
+//! incremental dedup (whole BTF; see [`DedupMode`]), its records, renumbered, into
+//! the run's functions; then it releases the unit's input pages. At most `window`
+//! units are encoded but not yet merged.
 //! DESIGN.md ("The engine") tells the whole story.
 //!
 //! The output bytes do not depend on `-j` or the window: encoding a unit depends on

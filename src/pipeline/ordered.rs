@@ -75,8 +75,8 @@ impl Ordered {
     }
 
     /// Merges the next unit in unit order (see the module doc). With an incremental
-    /// dedup, the unit's types are the batch its worker prepared ([`ready`]); a unit
-    /// made ready without a preparer is prepared here.
+    /// dedup, the unit's types are the batch its worker prepared ([`ready_flat`]);
+    /// without, the types as encoded ([`ready`]).
     pub fn add(&mut self, unit: ReadyUnit, funcs: &mut FuncEncoder) -> Result<(), String> {
         let ReadyUnit {
             types,
@@ -164,6 +164,9 @@ impl Ordered {
                 let id = |x: u32| batch_id(TypeId(x)).0;
                 let string = |o: u32| strs[o as usize - 1].0;
                 let (batch, own_int) = match types {
+                    UnitTypes::Encoded(_) => {
+                        return Err("internal error: a unit not prepared for the run's dedup".into())
+                    }
                     // Filled on the worker but for the strings new to the run.
                     UnitTypes::Filled { mut batch, pending } => {
                         if lead != 1 {
@@ -174,18 +177,11 @@ impl Ordered {
                         batch.finish_strings(&pending, string);
                         (*batch, None)
                     }
-                    types => {
+                    UnitTypes::Prepared { local, own_int } => {
                         // The unit's types as the worker prepared them, spliced
                         // around the index INT's copy (the lead slot) and the added
                         // `int`, with their ids and strings rewritten to the batch's.
-                        let (local, own_int) = match types {
-                            UnitTypes::Prepared { local, own_int } => (*local, own_int),
-                            UnitTypes::Encoded(types) => {
-                                let local = prepare_unit(&inc.preparer(), &types, &strings);
-                                (local, uses.own_int.map(|k| types[k.0 as usize].clone()))
-                            }
-                            UnitTypes::Filled { .. } => unreachable!("matched above"),
-                        };
+                        let local = *local;
                         let lead_int = match (lead, &self.index) {
                             (1, Some(Index::Int(t))) => Some(t),
                             _ => None,
@@ -254,6 +250,7 @@ impl Ordered {
                     "internal error: a unit prepared for a dedup the run does not have".into(),
                 )
             }
+
             (None, UnitTypes::Encoded(mut types)) => {
                 drop(strings);
                 for t in &mut types[1..] {
@@ -305,10 +302,10 @@ enum UnitTypes {
     },
 }
 
-/// A unit's types flattened and hashed for the dedup as the encoder makes them
-/// (on the worker: what [`prepare_unit`] does after the fact, without the unit's
-/// types ever being held as `Type`s), and its base types (INT, FLOAT) as they
-/// are: the unit's first `int` may become the array index type.
+/// A unit's types flattened and hashed for the dedup as the encoder makes them (on
+/// the worker, so that the unit's types are never held as `Type`s), and its base
+/// types (INT, FLOAT) as they are: the unit's first `int` may become the array
+/// index type.
 pub(super) struct Flattening {
     batch: LocalBatch,
     /// (local id, type) of each base type.
@@ -408,19 +405,4 @@ pub(super) fn ready(unit: EncodedUnit) -> ReadyUnit {
         index,
         records,
     }
-}
-
-/// A unit's types (after its lead slot) prepared for the dedup by `p`, with its
-/// strings' content keys (for a unit encoded as it is, should a run with a dedup
-/// hand one over; the workers flatten theirs as they encode, [`Flattening`]).
-fn prepare_unit(p: &Preparer, types: &[Type], strings: &UnitStrings) -> LocalBatch {
-    p.prepare_local(types.get(1..).unwrap_or_default(), |o| {
-        let i = (o as usize).wrapping_sub(1);
-        // A table has no empty names (the empty name is offset 0).
-        if o == 0 || i >= strings.len() {
-            0
-        } else {
-            strings.hash(i)
-        }
-    })
 }
