@@ -261,6 +261,16 @@ impl UnitInterner {
 
     /// Adds `s`, whose [`hash_str`] is `hash`, to the unit's table.
     fn push_hashed(&mut self, s: &[u8], key: (usize, usize), hash: u64) -> u32 {
+        self.push_entry(s, key, hash, 0)
+    }
+
+    /// Adds a name whose offset in the run is `run` to the unit's table, without
+    /// its bytes.
+    fn push_known(&mut self, key: (usize, usize), hash: u64, run: u32) -> u32 {
+        self.push_entry(&[], key, hash, run)
+    }
+
+    fn push_entry(&mut self, s: &[u8], key: (usize, usize), hash: u64, run: u32) -> u32 {
         let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
         let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
         self.out.blob.extend_from_slice(s);
@@ -269,21 +279,6 @@ impl UnitInterner {
             key,
             start,
             len: u32::try_from(s.len()).expect("a name under 4 GiB"),
-        });
-        self.out.known.push(0);
-        i
-    }
-
-    /// Adds a name whose offset in the run is `run` to the unit's table, without
-    /// its bytes.
-    fn push_known(&mut self, key: (usize, usize), hash: u64, run: u32) -> u32 {
-        let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
-        let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
-        self.out.strs.push(UnitStr {
-            hash,
-            key,
-            start,
-            len: 0,
         });
         self.out.known.push(run);
         i
