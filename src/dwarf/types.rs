@@ -1,6 +1,7 @@
 //! The model of one compile unit's DIEs as the encoder reads them: [`CuTypes`] and
-//! the records it holds (types, members, functions, variables, decl tags), in the
-//! unit's arena. Type references stay unit offsets ([`DieRef`]);
+//! the records it holds (types, members, functions, variables, decl tags): its
+//! arrays are vectors the unit owns, the lists they point to are in the unit's
+//! arena. Type references stay unit offsets ([`DieRef`]);
 //! [`CuTypes::index_of`] maps them to positions through an index of the sorted DIE
 //! offsets by 64-byte bucket. Names borrow the input's string sections.
 //!

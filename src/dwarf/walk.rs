@@ -599,15 +599,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let enc = &self.enc;
         // The plan's offsets lie within the DIE's fixed size, which `bytes` holds.
         let word = |at: u32, width: usize| {
-            let b = &bytes[at as usize..][..width];
-            let mut buf = [0u8; 8];
-            if enc.little {
-                buf[..width].copy_from_slice(b);
-                u64::from_le_bytes(buf)
-            } else {
-                buf[8 - width..].copy_from_slice(b);
-                u64::from_be_bytes(buf)
-            }
+            crate::elf::read_uint(&bytes[at as usize..][..width], enc.little)
         };
         let at = |at: u32| Cur::new(&bytes[at as usize..], enc.little);
         let mut name = Name::EMPTY;
