@@ -1,7 +1,8 @@
 //! Times parsing and encoding separately over every unit of a file and reports
 //! per-unit arena sizes: `cargo run --release --example parse_stats -- FILE`.
 
-use dwarf2btf::dwarf::{types::parse_cu, DwarfInput};
+use dwarf2btf::dwarf::types::{parse_cu, PlanCache};
+use dwarf2btf::dwarf::DwarfInput;
 use dwarf2btf::elf::ElfInput;
 use dwarf2btf::encode::{encode_unit, Features, Scratch, UnitContext};
 use std::time::{Duration, Instant};
@@ -20,13 +21,14 @@ fn main() -> Result<(), dwarf2btf::Error> {
         None,
     );
     let mut scratch = Scratch::default();
+    let mut plans = PlanCache::default();
     let mut types = 0usize;
     let (mut parse, mut encode) = (Duration::ZERO, Duration::ZERO);
     let (mut max_arena, mut sum_arena, mut dies) = (0usize, 0usize, 0usize);
     for idx in 0..dw.unit_count() {
         let arena = arena::CuArena::new();
         let t = Instant::now();
-        let cu = parse_cu(&dw, idx, arena.bump(), &[])?;
+        let cu = parse_cu(&dw, idx, arena.bump(), &[], &mut plans)?;
         parse += t.elapsed();
         dies += cu.types.len();
         let t = Instant::now();

@@ -22,7 +22,8 @@
 
 use crate::btf::{self, Btf};
 use crate::dedup::{Compat, FinalPass, Incremental};
-use crate::dwarf::{lto, types::parse_cu, types::parse_group, types::CuTypes, DwarfInput};
+use crate::dwarf::types::{parse_cu, parse_group, CuTypes, PlanCache};
+use crate::dwarf::{lto, DwarfInput};
 use crate::elf::{ElfError, ElfInput, MappedElf};
 use crate::encode::{
     encode_unit, encode_unit_into, EncoderState, Features, FuncEncoder, FuncRules, FuncSkip,
@@ -31,6 +32,7 @@ use crate::encode::{
 use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
 use crate::Error;
+use std::cell::RefCell;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -255,6 +257,9 @@ struct UnitOwner<'i> {
     /// Whether the units are a group (parts of pahole's merged unit).
     group: bool,
     exclude: &'i [u16],
+    /// The plans of the abbreviations earlier units declared (see `PlanCache`),
+    /// lent to the parse and taken back after it.
+    plans: RefCell<PlanCache<'i>>,
 }
 
 self_cell::self_cell!(
@@ -271,10 +276,11 @@ self_cell::self_cell!(
 /// The parse of one unit into its arena. A named function, not a closure: the type
 /// of its argument carries the bound `'i: 'a` that lets the types borrow both.
 fn build_unit<'a, 'i>(o: &'a UnitOwner<'i>) -> Result<CuTypes<'a>, Error> {
+    let plans = &mut o.plans.borrow_mut();
     let cu = if o.group {
-        parse_group(o.dw, o.units.clone(), o.arena.bump(), o.exclude)?
+        parse_group(o.dw, o.units.clone(), o.arena.bump(), o.exclude, plans)?
     } else {
-        parse_cu(o.dw, o.units.start, o.arena.bump(), o.exclude)?
+        parse_cu(o.dw, o.units.start, o.arena.bump(), o.exclude, plans)?
     };
     o.arena.report();
     Ok(cu)
@@ -288,6 +294,7 @@ fn parse_unit<'i>(
     group: bool,
     exclude: &'i [u16],
     arena: arena::CuArena,
+    plans: PlanCache<'i>,
 ) -> Result<ParsedUnit<'i>, Error> {
     let owner = UnitOwner {
         arena,
@@ -295,6 +302,7 @@ fn parse_unit<'i>(
         units,
         group,
         exclude,
+        plans: RefCell::new(plans),
     };
     ParsedUnit::try_new(owner, build_unit)
 }
@@ -349,6 +357,9 @@ fn encode_units(
     // `CuArena::reset`). At most window + workers of each ever exist.
     let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
     let scratch: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
+    // The abbreviations' plans, one cache per worker at a time: most declarations
+    // recur from unit to unit.
+    let plan_caches: Mutex<Vec<PlanCache>> = Mutex::new(Vec::new());
     // The symbol tables, read by the first worker that needs them (the others wait):
     // every unit's functions and variables are selected against them.
     let shared: OnceLock<Result<Shared, ElfError>> = OnceLock::new();
@@ -361,7 +372,8 @@ fn encode_units(
         busy(t, Busy::Parse, || {
             let arena = lock(&pool).pop().unwrap_or_default();
             let units = units_of(idx);
-            let unit = parse_unit(&dw, units.clone(), merged, &opts.lang_exclude, arena)?;
+            let plans = lock(&plan_caches).pop().unwrap_or_default();
+            let unit = parse_unit(&dw, units.clone(), merged, &opts.lang_exclude, arena, plans)?;
             let ctx = match shared_init() {
                 Ok(s) => &s.ctx,
                 Err(e) => return Err(e.clone().in_file(&opts.input)),
@@ -383,7 +395,9 @@ fn encode_units(
             };
             lock(&scratch).push(sc);
             let loclists_start = unit.borrow_dependent().loclists_start;
-            let mut arena = unit.into_owner().arena;
+            let owner = unit.into_owner();
+            lock(&plan_caches).push(owner.plans.into_inner());
+            let mut arena = owner.arena;
             // An arena that grew past what most units need (an LTO build's large
             // group) is dropped rather than kept in the pool with its largest chunk.
             if arena.allocated_bytes() <= POOLED_ARENA_MAX {

@@ -15,6 +15,8 @@ pub mod types;
 // The parser behind `types::parse_cu`: tree walk, DIE → record, attribute
 // decoding, locations.
 #[allow(non_upper_case_globals)]
+mod abbrev;
+#[allow(non_upper_case_globals)]
 mod attrs;
 #[allow(non_upper_case_globals)]
 mod locs;

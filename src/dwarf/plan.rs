@@ -4,12 +4,12 @@
 //! reads they are for this unit ([`Fast`]), so that a DIE costs one table look-up and
 //! a few straight reads.
 
+use super::abbrev::Decl;
 use super::die::{Cur, DieError, UnitEnc, Val};
 use super::error::DwarfErrorKind;
 use super::types::Name;
 use gimli::constants::*;
 use gimli::{DwAt, DwForm, DwTag};
-use std::collections::HashMap;
 
 type Result<T> = std::result::Result<T, DieError>;
 
@@ -125,8 +125,8 @@ impl MemberPlan {
     /// The plan of member abbreviation `a`, if it qualifies: no children, every
     /// form fixed-size, and every attribute `needed` reads one of the three above
     /// in one of their forms, each once.
-    fn of(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Option<Self> {
-        if a.tag() != DW_TAG_member || a.has_children() {
+    fn of(a: &Decl, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Option<Self> {
+        if a.tag != DW_TAG_member || a.has_children {
             return None;
         }
         let mut m = MemberPlan {
@@ -135,8 +135,8 @@ impl MemberPlan {
             location: None,
         };
         let mut at = 0u32;
-        for s in a.attributes() {
-            let (name, form) = (s.name(), s.form());
+        for s in &a.specs {
+            let (name, form) = (s.name, s.form);
             let size = enc.fixed_size(form)?;
             if needed(name) {
                 let slot = match (name, form) {
@@ -181,11 +181,11 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan for a gimli abbreviation; `needed` selects the attributes to decode.
-    pub fn new(a: &gimli::Abbreviation, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
-        let specs = a.attributes();
+    /// The plan for a declaration; `needed` selects the attributes to decode.
+    pub fn new(a: &Decl, enc: &UnitEnc<'_>, needed: fn(DwAt) -> bool) -> Plan {
+        let specs = &a.specs;
         let fixed = specs.iter().try_fold(0u32, |n, s| {
-            enc.fixed_size(s.form()).map(|k| n + u32::from(k))
+            enc.fixed_size(s.form).map(|k| n + u32::from(k))
         });
         let mut out: Vec<Op> = Vec::with_capacity(2 * specs.len());
         // A DIE of fixed size is skipped in one step: it needs no skip steps.
@@ -198,9 +198,9 @@ impl Plan {
         for &read in passes {
             let first = out.len();
             for s in specs {
-                let (name, form) = (s.name(), s.form());
+                let (name, form) = (s.name, s.form);
                 if read && needed(name) {
-                    let implicit = s.implicit_const_value().unwrap_or(0);
+                    let implicit = s.implicit.unwrap_or(0);
                     out.push(Op::Read(name, Fast::of(form, enc), implicit));
                     continue;
                 }
@@ -216,8 +216,8 @@ impl Plan {
             }
         }
         Plan {
-            tag: a.tag(),
-            has_children: a.has_children(),
+            tag: a.tag,
+            has_children: a.has_children,
             fixed,
             member: fixed.and_then(|_| MemberPlan::of(a, enc, needed)),
             ops: out.into_boxed_slice(),
@@ -246,70 +246,6 @@ impl Plan {
             }
         }
         Ok(())
-    }
-}
-
-/// Abbreviation codes below this get a slot in the dense plan table.
-const DENSE_CODES: u64 = 1 << 16;
-
-/// The plans of one unit's abbreviations, built on first use.
-pub struct Plans<'u> {
-    abbrevs: &'u gimli::Abbreviations,
-    /// By abbreviation code (dense codes).
-    dense: Vec<Option<Plan>>,
-    /// Codes too large for `dense`.
-    far: HashMap<u64, Plan>,
-}
-
-impl<'u> Plans<'u> {
-    /// No plans yet for the abbreviations `abbrevs`.
-    pub fn new(abbrevs: &'u gimli::Abbreviations) -> Plans<'u> {
-        Plans {
-            abbrevs,
-            dense: Vec::new(),
-            far: HashMap::new(),
-        }
-    }
-
-    /// The plan of abbreviation `code`.
-    #[inline]
-    pub fn get(&mut self, code: u64, enc: &UnitEnc<'_>) -> Result<&Plan> {
-        if code < DENSE_CODES {
-            // Below DENSE_CODES.
-            #[allow(clippy::cast_possible_truncation)]
-            let i = code as usize;
-            if !matches!(self.dense.get(i), Some(Some(_))) {
-                self.build_dense(i, code, enc)?;
-            }
-            self.dense[i]
-                .as_ref()
-                .ok_or(DwarfErrorKind::UnknownAbbrev(code))
-        } else {
-            if !self.far.contains_key(&code) {
-                let plan = self.build(code, enc)?;
-                self.far.insert(code, plan);
-            }
-            Ok(&self.far[&code])
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn build_dense(&mut self, i: usize, code: u64, enc: &UnitEnc<'_>) -> Result<()> {
-        let plan = self.build(code, enc)?;
-        if i >= self.dense.len() {
-            self.dense.resize_with(i + 1, || None);
-        }
-        self.dense[i] = Some(plan);
-        Ok(())
-    }
-
-    fn build(&self, code: u64, enc: &UnitEnc<'_>) -> Result<Plan> {
-        let a = self
-            .abbrevs
-            .get(code)
-            .ok_or(DwarfErrorKind::UnknownAbbrev(code))?;
-        Ok(Plan::new(a, enc, super::attrs::is_needed))
     }
 }
 
@@ -377,8 +313,8 @@ mod tests {
     /// An abbreviation: its tag, whether it has children, (attribute, form) pairs.
     type Abbrev<'a> = (u16, bool, &'a [(u16, u16)]);
 
-    /// The abbreviations of a `.debug_abbrev` holding `abbrevs` (code 1 on).
-    fn abbrevs(abbrevs: &[Abbrev<'_>]) -> gimli::Abbreviations {
+    /// A `.debug_abbrev` holding `abbrevs` (code 1 on).
+    fn abbrevs(abbrevs: &[Abbrev<'_>]) -> &'static [u8] {
         // Codes, tags, attributes and forms below 128: one-byte ULEBs.
         let byte = |x: usize| u8::try_from(x).ok().filter(|&b| b < 128).unwrap();
         let mut b = Vec::new();
@@ -390,8 +326,7 @@ mod tests {
             b.extend([0, 0]);
         }
         b.push(0);
-        let sec = gimli::DebugAbbrev::new(b.leak(), gimli::LittleEndian);
-        sec.abbreviations(gimli::DebugAbbrevOffset(0)).unwrap()
+        b.leak()
     }
 
     /// The common member abbreviation gets its attributes' offsets; one with any
@@ -420,8 +355,12 @@ mod tests {
             (member, false, &[ty]),
         ]);
         let e = enc(true, 4);
+        let mut cache = super::super::abbrev::PlanCache::default();
+        let plans = cache
+            .table(a, 0, &e, super::super::attrs::is_needed)
+            .unwrap();
         let plan = |code| {
-            let p = Plan::new(a.get(code).unwrap(), &e, super::super::attrs::is_needed);
+            let p = &plans.get(code).unwrap().0;
             p.member.map(|m| {
                 (
                     m.name.map(|x| x.0),

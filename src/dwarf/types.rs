@@ -9,6 +9,7 @@
 //! turn each wanted DIE into a record (`record.rs`) from its decoded attributes
 //! (`attrs.rs`); parameter and variable locations are read in `locs.rs`.
 
+pub use super::abbrev::PlanCache;
 pub use super::locs::LocCtx;
 pub use super::walk::{parse_cu, parse_group};
 

@@ -4,10 +4,11 @@
 //! hands each DIE pahole encodes to `record.rs`; the arrays it fills become the
 //! unit's [`CuTypes`].
 
+use super::abbrev::{PlanCache, Plans};
 use super::attrs::{take_attr, Attrs};
 use super::die::{self, Cur, DieError, Place, UnitEnc, Val};
 use super::error::DwarfErrorKind;
-use super::plan::{Fast, MemberPlan, Op, Plans};
+use super::plan::{Fast, MemberPlan, Op};
 use super::types::{
     AnnotDie, CuTypes, DeclTagDie, DieRef, EnumeratorDie, FnParamDie, FuncDie, LocCtx, MemberDie,
     Name, ParamDie, TypeDie, VarDie, DW_TAG_GNU_ANNOTATION, DW_TAG_LLVM_ANNOTATION,
@@ -77,10 +78,11 @@ pub fn parse_cu<'a, 'i: 'a>(
     idx: usize,
     bump: &'a Bump,
     exclude: &[u16],
+    plans: &mut PlanCache<'i>,
 ) -> Result<CuTypes<'a>, crate::Error> {
     let mut acc = Acc::new(bump);
     acc.reserve_for(dw.unit_end(idx) - dw.unit_start(idx));
-    let info = parse_cu_at(dw, idx, bump, exclude, Place::default(), &mut acc)?;
+    let info = parse_cu_at(dw, idx, bump, exclude, Place::default(), &mut acc, plans)?;
     Ok(acc.finish(info))
 }
 
@@ -96,6 +98,7 @@ pub fn parse_group<'a, 'i: 'a>(
     units: std::ops::Range<usize>,
     bump: &'a Bump,
     exclude: &[u16],
+    plans: &mut PlanCache<'i>,
 ) -> Result<CuTypes<'a>, crate::Error> {
     let first = units.start;
     let start = dw.unit_start(first);
@@ -118,7 +121,7 @@ pub fn parse_group<'a, 'i: 'a>(
             rebase: u32::try_from(dw.unit_start(idx) - start).expect("group span checked"),
             group: (start, end),
         };
-        let u = parse_cu_at(dw, idx, bump, exclude, place, &mut acc)?;
+        let u = parse_cu_at(dw, idx, bump, exclude, place, &mut acc, plans)?;
         match &mut info {
             None => info = Some(u),
             Some(first_info) => {
@@ -253,12 +256,9 @@ fn parse_cu_at<'a, 'i: 'a>(
     exclude: &[u16],
     place: Place,
     acc: &mut Acc<'a>,
+    cache: &mut PlanCache<'i>,
 ) -> Result<UnitInfo<'a>, crate::Error> {
     let header = dw.units[idx];
-    let abbrevs = dw
-        .dwarf
-        .abbreviations(&header)
-        .map_err(|e| dw.dwarf_error(idx, None, e.into()))?;
     let entries = header
         .range_from(UnitOffset(header.header_size())..)
         .map_err(|e| dw.dwarf_error(idx, None, e.into()))?;
@@ -284,9 +284,17 @@ fn parse_cu_at<'a, 'i: 'a>(
             )
         })?;
     enc.unit_len = unit_len;
+    let plans = cache
+        .table(
+            dw.input.section(".debug_abbrev"),
+            header.debug_abbrev_offset().0 as u64,
+            &enc,
+            super::attrs::is_needed,
+        )
+        .map_err(|e| dw.dwarf_error(idx, None, e))?;
     let mut p = Parser {
         enc,
-        abbrevs: &abbrevs,
+        plans: &plans,
         base,
         acc: std::mem::replace(acc, Acc::new(bump)),
         debug_addr: dw.input.section(".debug_addr"),
@@ -347,7 +355,8 @@ fn parse_cu_at<'a, 'i: 'a>(
 
 pub(super) struct Parser<'a, 'i, 'u> {
     pub(super) enc: UnitEnc<'i>,
-    pub(super) abbrevs: &'u gimli::Abbreviations,
+    /// The unit's abbreviations.
+    pub(super) plans: &'u Plans<'u>,
     /// Unit offset of the first DIE (the unit header's size).
     pub(super) base: u32,
     /// The arrays the DIEs go into (taken from the caller's, given back after).
@@ -394,13 +403,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         if code == 0 {
             return Ok(r);
         }
-        let abbrev = self
-            .abbrevs
-            .get(code)
-            .ok_or(DwarfErrorKind::UnknownAbbrev(code))?;
-        for spec in abbrev.attributes() {
-            let (name, form) = (spec.name(), spec.form());
-            let implicit = spec.implicit_const_value().unwrap_or(0);
+        let (_, decl) = self.plans.get(code)?;
+        for spec in &decl.specs {
+            let (name, form) = (spec.name, spec.form);
+            let implicit = spec.implicit.unwrap_or(0);
             let slot = match name {
                 DW_AT_language => None,
                 DW_AT_str_offsets_base => Some(&mut r.str_offsets_base),
@@ -463,7 +469,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         s.ptr_tags.clear();
         s.member_tags.clear();
         let enc = self.enc;
-        let mut plans = Plans::new(self.abbrevs);
+        let plans = self.plans;
         let mut cursor = Cur::new(data, enc.little);
         let mut depth: isize = 0;
         while !cursor.is_empty() {
@@ -476,7 +482,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 depth -= 1;
                 continue;
             }
-            let plan = plans.get(code, &enc)?;
+            let (plan, _) = plans.get(code)?;
             let (tag, has_children) = (plan.tag, plan.has_children);
             while s.stack.last().is_some_and(|f| f.depth >= depth) {
                 let f = s.stack.pop().unwrap();
