@@ -259,7 +259,7 @@ struct UnitOwner<'i> {
     exclude: &'i [u16],
     /// The plans of the abbreviations earlier units declared (see `PlanCache`),
     /// lent to the parse and taken back after it.
-    plans: RefCell<PlanCache<'i>>,
+    plans: RefCell<PlanCache>,
 }
 
 self_cell::self_cell!(
@@ -294,7 +294,7 @@ fn parse_unit<'i>(
     group: bool,
     exclude: &'i [u16],
     arena: arena::CuArena,
-    plans: PlanCache<'i>,
+    plans: PlanCache,
 ) -> Result<ParsedUnit<'i>, Error> {
     let owner = UnitOwner {
         arena,

@@ -360,7 +360,7 @@ mod tests {
             .table(a, 0, &e, super::super::attrs::is_needed)
             .unwrap();
         let plan = |code| {
-            let p = &plans.get(code).unwrap().0;
+            let p = plans.get(code).unwrap();
             p.member.map(|m| {
                 (
                     m.name.map(|x| x.0),

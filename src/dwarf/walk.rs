@@ -78,7 +78,7 @@ pub fn parse_cu<'a, 'i: 'a>(
     idx: usize,
     bump: &'a Bump,
     exclude: &[u16],
-    plans: &mut PlanCache<'i>,
+    plans: &mut PlanCache,
 ) -> Result<CuTypes<'a>, crate::Error> {
     let mut acc = Acc::new(bump);
     acc.reserve_for(dw.unit_end(idx) - dw.unit_start(idx));
@@ -98,7 +98,7 @@ pub fn parse_group<'a, 'i: 'a>(
     units: std::ops::Range<usize>,
     bump: &'a Bump,
     exclude: &[u16],
-    plans: &mut PlanCache<'i>,
+    plans: &mut PlanCache,
 ) -> Result<CuTypes<'a>, crate::Error> {
     let first = units.start;
     let start = dw.unit_start(first);
@@ -256,7 +256,7 @@ fn parse_cu_at<'a, 'i: 'a>(
     exclude: &[u16],
     place: Place,
     acc: &mut Acc<'a>,
-    cache: &mut PlanCache<'i>,
+    cache: &mut PlanCache,
 ) -> Result<UnitInfo<'a>, crate::Error> {
     let header = dw.units[idx];
     let entries = header
@@ -403,7 +403,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         if code == 0 {
             return Ok(r);
         }
-        let (_, decl) = self.plans.get(code)?;
+        let decl = self.plans.decl(code)?;
         for spec in &decl.specs {
             let (name, form) = (spec.name, spec.form);
             let implicit = spec.implicit.unwrap_or(0);
@@ -482,7 +482,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 depth -= 1;
                 continue;
             }
-            let (plan, _) = plans.get(code)?;
+            let plan = plans.get(code)?;
             let (tag, has_children) = (plan.tag, plan.has_children);
             while s.stack.last().is_some_and(|f| f.depth >= depth) {
                 let f = s.stack.pop().unwrap();
