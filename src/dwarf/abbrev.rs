@@ -7,7 +7,7 @@
 //! meets its bytes (tag, children flag, attribute specifications: all of it but the
 //! code), and a unit's table is then a list of plans by code. Reading the tables
 //! with gimli and building each unit's plans again took 3.4% of a run's
-//! instructions; this takes 1.6% fewer on the corpus vmlinux (cachegrind, -j1).
+//! instructions; this takes 1.5% fewer on the corpus vmlinux (cachegrind, -j1).
 
 use super::die::{Cur, DieError, UnitEnc};
 use super::error::DwarfErrorKind;
@@ -42,11 +42,11 @@ pub struct Decl {
 const DENSE_CODES: u64 = 1 << 16;
 /// No declaration has this code.
 const NONE: u32 = u32::MAX;
-/// The cache is emptied when it holds this many plans, before a unit's table, so
-/// that a worker's plans stay a few hundred KB; the common declarations are met
-/// again at once. With no bound, the corpus vmlinux's 9,303 plans cost 5 MB of
-/// peak RSS at -j1 (with their declarations); with this one, 0.5-0.8 MB more than
-/// gimli's tables did, for 1.003x the instructions of no bound.
+/// The cache is emptied when it holds this many plans, before a unit's table; the
+/// common declarations are met again at once. With no bound, the corpus vmlinux's
+/// 9,303 plans (with their declarations) cost 5 MB of peak RSS at -j1; with this
+/// one, 0.5-0.8 MB more than gimli's tables did, for 1.007x the instructions of
+/// no bound.
 const MAX_PLANS: usize = 1024;
 
 /// The plans of the declarations a worker has met, by their bytes and the sizes
@@ -64,7 +64,7 @@ pub struct PlanCache {
     key: Vec<u8>,
 }
 
-/// One unit's table: the plan (and declaration) of each abbreviation code.
+/// One unit's table: the plan of each abbreviation code.
 pub struct Plans<'c> {
     cache: &'c PlanCache,
     /// The table's bytes (on from its first code).
@@ -118,10 +118,7 @@ impl PlanCache {
                 Some(&i) => i,
                 None => self.build(enc, needed),
             };
-            let fresh = if code < DENSE_CODES {
-                // Below DENSE_CODES.
-                #[allow(clippy::cast_possible_truncation)]
-                let i = code as usize;
+            let fresh = if let Some(i) = dense_slot(code) {
                 if i >= self.dense.len() {
                     self.dense.resize(i + 1, NONE);
                 }
@@ -160,10 +157,7 @@ impl<'c> Plans<'c> {
     /// The plan of abbreviation `code`.
     #[inline]
     pub fn get(&self, code: u64) -> Result<&'c Plan> {
-        let index = if code < DENSE_CODES {
-            // Below DENSE_CODES.
-            #[allow(clippy::cast_possible_truncation)]
-            let i = code as usize;
+        let index = if let Some(i) = dense_slot(code) {
             self.dense.get(i).copied().unwrap_or(NONE)
         } else {
             self.far.get(&code).copied().unwrap_or(NONE)
@@ -173,9 +167,7 @@ impl<'c> Plans<'c> {
             None => Err(DwarfErrorKind::UnknownAbbrev(code)),
         }
     }
-}
 
-impl Plans<'_> {
     /// The declaration of abbreviation `code`, read again from the table (for the
     /// unit's root DIE: the cache keeps plans, not declarations).
     pub fn decl(&self, code: u64) -> Result<Decl> {
@@ -193,6 +185,14 @@ impl Plans<'_> {
             }
         }
     }
+}
+
+/// The slot of `code` in a unit's dense table, if it has one.
+#[inline]
+fn dense_slot(code: u64) -> Option<usize> {
+    // Below DENSE_CODES, which fits usize.
+    #[allow(clippy::cast_possible_truncation)]
+    (code < DENSE_CODES).then_some(code as usize)
 }
 
 /// Moves `c` past one declaration after its code, checking it as gimli does: a
@@ -351,29 +351,20 @@ mod tests {
         let t2: &[u8] = &[7, 0x24, 0, 0x03, 0x0e, 0, 0, 0];
         let mut cache = PlanCache::default();
         let needed = super::super::attrs::is_needed;
-        let a = cache
-            .table(t1, 0, &enc(4), needed)
-            .unwrap()
-            .get(1)
-            .unwrap()
-            .fixed;
-        assert_eq!(cache.plans.len(), 1);
-        let b = cache
-            .table(t2, 0, &enc(4), needed)
-            .unwrap()
-            .get(7)
-            .unwrap()
-            .fixed;
-        assert_eq!(cache.plans.len(), 1);
-        assert_eq!((a, b), (Some(4), Some(4)));
-        let c = cache
-            .table(t1, 0, &enc(8), needed)
-            .unwrap()
-            .get(1)
-            .unwrap()
-            .fixed;
-        assert_eq!(cache.plans.len(), 2);
-        assert_eq!(c, Some(8));
+        // The fixed size of `code`'s plan in `table` read with `offset_size`, and the
+        // number of plans the cache holds after.
+        let mut fixed = |table, code, offset_size| {
+            let f = cache.table(table, 0, &enc(offset_size), needed).unwrap();
+            let size = f.get(code).unwrap().fixed;
+            (size, cache.plans.len())
+        };
+        assert_eq!(fixed(t1, 1, 4), (Some(4), 1));
+        assert_eq!(
+            fixed(t2, 7, 4),
+            (Some(4), 1),
+            "met again under another code"
+        );
+        assert_eq!(fixed(t1, 1, 8), (Some(8), 2), "other sizes, another plan");
         assert!(
             cache.table(t1, 9, &enc(4), needed).is_err(),
             "offset past the end"
