@@ -53,9 +53,9 @@ impl Hasher for Prehashed {
 pub struct UnitStr {
     /// [`hash_str`] of the bytes.
     pub hash: u64,
-    /// The name's address identity in the input ([`Name::key`]); (0, 0) for a name
-    /// built by the encoder, whose address may be reused.
-    pub key: (usize, usize),
+    /// What the caches know the name by ([`NameKey::NONE`] for a name built by the
+    /// encoder, whose address may be reused).
+    pub key: NameKey,
     start: u32,
     len: u32,
 }
@@ -110,9 +110,9 @@ const UNIT_RECENT_BITS: u32 = 14;
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
 ///
-/// A name is found again by its address only (names come from `.debug_str`, where
-/// the linker merged equal strings): a name met again at another address, or after
-/// its cache slot was taken, gets a second entry. That costs nothing in the output:
+/// A name is found again by its [`NameKey`] only (its address, or a short name's
+/// bytes): a name met again at another address, or after its cache slot was
+/// taken, gets a second entry. That costs nothing in the output:
 /// merging maps both entries to the one offset, and only the first use of a string
 /// decides its place.
 ///
@@ -132,16 +132,16 @@ pub struct UnitInterner {
 /// An entry of [`UnitInterner`]'s cache (32 bytes).
 #[derive(Clone, Copy, Default)]
 struct Recent {
-    addr: usize,
+    /// The name's [`NameKey`].
+    id: u64,
     hash: u64,
-    /// The backing slice's length ([`cache_len`]), the other half of the key.
-    backing: u32,
+    len: u32,
     /// The name's offset in the run's string section, once known (0: not yet).
     run: u32,
     /// Its index in the table of unit `unit`, the last to meet it.
     idx: u32,
     /// The name's length (names of 64 KiB or more are not cached).
-    len: u16,
+    name_len: u16,
     unit: u16,
 }
 
@@ -159,14 +159,13 @@ impl UnitInterner {
     /// The unit's reference to `name`, adding it to the unit's table the first time.
     #[inline]
     pub fn intern(&mut self, name: Name<'_>) -> StrOffset {
-        if name.is_empty() {
-            return StrOffset::EMPTY;
-        }
-        let key = name.key();
-        let slot = cache_slot(key.0, UNIT_RECENT_BITS);
+        // The cache is looked at before the name's bytes: a name it has is not
+        // empty (empty names are never entered), and reading the first byte of a
+        // name in `.debug_str` is a cache miss of its own.
+        let key = NameKey::of(name);
+        let slot = cache_slot(key.id, UNIT_RECENT_BITS);
         let e = self.recent[slot];
-        let backing = cache_len(key.1);
-        if e.addr == key.0 && e.backing == backing && backing != u32::MAX {
+        if e.id == key.id && e.len == key.len && key.is_cached() {
             if e.unit == self.unit {
                 return StrOffset(e.idx + 1);
             }
@@ -175,7 +174,7 @@ impl UnitInterner {
             let i = if e.run != 0 {
                 self.push_known(key, e.hash, e.run)
             } else {
-                self.push_hashed(&name.raw_bytes()[..usize::from(e.len)], key, e.hash)
+                self.push_hashed(&name.raw_bytes()[..usize::from(e.name_len)], key, e.hash)
             };
             self.recent[slot] = Recent {
                 unit: self.unit,
@@ -184,17 +183,20 @@ impl UnitInterner {
             };
             return StrOffset(i + 1);
         }
+        if name.is_empty() {
+            return StrOffset::EMPTY;
+        }
         let bytes = name.bytes();
         let hash = hash_str(bytes);
         let i = self.push_hashed(bytes, key, hash);
-        if let Ok(len) = u16::try_from(bytes.len()) {
+        if let Ok(name_len) = u16::try_from(bytes.len()) {
             self.recent[slot] = Recent {
-                addr: key.0,
+                id: key.id,
                 hash,
-                backing,
+                len: key.len,
                 run: 0,
                 idx: i,
-                len,
+                name_len,
                 unit: self.unit,
             };
         }
@@ -207,16 +209,16 @@ impl UnitInterner {
         if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        StrOffset(self.push_hashed(s, (0, 0), hash_str(s)) + 1)
+        StrOffset(self.push_hashed(s, NameKey::NONE, hash_str(s)) + 1)
     }
 
     /// Touches the cache slots of `names` before they are interned one by one: the
     /// loads are independent, so the CPU overlaps their cache misses.
     #[inline]
     pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
-        let mut acc = 0usize;
+        let mut acc = 0u64;
         for name in names {
-            acc ^= self.recent[cache_slot(name.key().0, UNIT_RECENT_BITS)].addr;
+            acc ^= self.recent[cache_slot(NameKey::of(name).id, UNIT_RECENT_BITS)].id;
         }
         std::hint::black_box(acc);
     }
@@ -260,17 +262,17 @@ impl UnitInterner {
     }
 
     /// Adds `s`, whose [`hash_str`] is `hash`, to the unit's table.
-    fn push_hashed(&mut self, s: &[u8], key: (usize, usize), hash: u64) -> u32 {
+    fn push_hashed(&mut self, s: &[u8], key: NameKey, hash: u64) -> u32 {
         self.push_entry(s, key, hash, 0)
     }
 
     /// Adds a name whose offset in the run is `run` to the unit's table, without
     /// its bytes.
-    fn push_known(&mut self, key: (usize, usize), hash: u64, run: u32) -> u32 {
+    fn push_known(&mut self, key: NameKey, hash: u64, run: u32) -> u32 {
         self.push_entry(&[], key, hash, run)
     }
 
-    fn push_entry(&mut self, s: &[u8], key: (usize, usize), hash: u64, run: u32) -> u32 {
+    fn push_entry(&mut self, s: &[u8], key: NameKey, hash: u64, run: u32) -> u32 {
         let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
         let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
         self.out.blob.extend_from_slice(s);
@@ -293,14 +295,13 @@ impl UnitInterner {
     /// would find, and what is not is looked up by the merge.
     pub fn learn_known(&mut self, unit: &mut UnitStrings, cache: &AddrCache) {
         for (s, known) in unit.strs.iter().zip(&mut unit.known) {
-            if *known != 0 || s.key.0 == 0 {
+            if *known != 0 || !s.key.is_cached() {
                 continue;
             }
-            let backing = cache_len(s.key.1);
-            if let Some(off) = cache.get(s.key.0, backing) {
+            if let Some(off) = cache.get(s.key) {
                 *known = off;
-                let e = &mut self.recent[cache_slot(s.key.0, UNIT_RECENT_BITS)];
-                if e.addr == s.key.0 && e.backing == backing {
+                let e = &mut self.recent[cache_slot(s.key.id, UNIT_RECENT_BITS)];
+                if e.id == s.key.id && e.len == s.key.len {
                     e.run = off;
                 }
             }
@@ -328,21 +329,18 @@ impl TryInsertHash for ByHash {
 
 /// The slot of address `addr` in a direct-mapped cache of `2^bits` entries.
 #[inline]
-fn cache_slot(addr: usize, bits: u32) -> usize {
+fn cache_slot(id: u64, bits: u32) -> usize {
     // A u64 product shifted down to `bits` (< 32) bits: fits a usize.
     #[allow(clippy::cast_possible_truncation)]
-    let slot = ((addr as u64).wrapping_mul(SEED) >> (64 - bits)) as usize;
+    let slot = (id.wrapping_mul(SEED) >> (64 - bits)) as usize;
     slot
 }
 
 /// Maps each name already in the BTF's string section to its offset.
 ///
-/// Names usually come straight from the input's `.debug_str`, where the linker has
-/// merged equal strings, so the same name is almost always the same address: a
-/// first lookup by address (no hashing or comparing of bytes) answers most calls.
-/// Addresses are only compared, never dereferenced, and the input stays mapped for
-/// the whole run, so an address cannot be reused for another string. Behind it, a
-/// map from each string's hash to its offset, the bytes compared in the section.
+/// A first lookup by [`NameKey`] (an address, or a short name's bytes: no hashing
+/// or comparing of bytes) answers most calls. Behind it, a map from each string's
+/// hash to its offset, the bytes compared in the section.
 pub struct StrIndex {
     map: ByHash,
     /// Strings whose hash an earlier string has: (hash, offset).
@@ -375,16 +373,19 @@ impl AddrCache {
         }
     }
 
-    /// The offset of the name at `addr` of length `len`, if the cache has it.
+    /// The offset of the name `key`, if the cache has it.
     #[inline]
-    pub fn get(&self, addr: usize, len: u32) -> Option<u32> {
-        let [a, v] = &self.slots[cache_slot(addr, self.bits)];
-        let key = addr as u64;
-        if a.load(Ordering::Acquire) != key {
+    pub fn get(&self, key: NameKey) -> Option<u32> {
+        if !key.is_cached() {
+            // An empty slot's address reads as this key's.
+            return None;
+        }
+        let [a, v] = &self.slots[cache_slot(key.id, self.bits)];
+        if a.load(Ordering::Acquire) != key.id {
             return None;
         }
         let v = v.load(Ordering::Acquire);
-        if a.load(Ordering::Acquire) != key || v >> 32 != u64::from(len) {
+        if a.load(Ordering::Acquire) != key.id || v >> 32 != u64::from(key.len) {
             return None;
         }
         // The low word of `v` is the offset.
@@ -392,22 +393,74 @@ impl AddrCache {
         Some(v as u32)
     }
 
-    /// Records the name at `addr` of length `len` at `off` (its owner only).
+    /// Records the name `key` at `off` (its owner only).
     #[inline]
-    fn set(&self, addr: usize, len: u32, off: u32) {
-        if len == u32::MAX {
+    fn set(&self, key: NameKey, off: u32) {
+        if !key.is_cached() {
             return;
         }
-        let [a, v] = &self.slots[cache_slot(addr, self.bits)];
+        let [a, v] = &self.slots[cache_slot(key.id, self.bits)];
         a.store(0, Ordering::SeqCst);
-        v.store(u64::from(len) << 32 | u64::from(off), Ordering::SeqCst);
-        a.store(addr as u64, Ordering::SeqCst);
+        v.store(u64::from(key.len) << 32 | u64::from(off), Ordering::SeqCst);
+        a.store(key.id, Ordering::SeqCst);
     }
 }
 
-/// A name's length as the address cache keeps it: `u32::MAX` (never kept, so
-/// never found) for one of 4 GiB or more. 16-byte entries instead of 24 keep the
-/// cache within a core's L2 cache.
+/// What the string caches know a name by, without reading the name where they
+/// can: its address in the input and the length of the slice it was read from,
+/// since names come from `.debug_str`, where the linker merged equal strings, so
+/// the same name is almost always the same address. A name read from a slice of
+/// at most 7 bytes is known by its bytes instead: gcc writes names of up to 3 bytes
+/// inline in the DIE (`DW_FORM_string`, whose slice is the name), a new address at
+/// each use (three in five of the names the address would not find, and each
+/// would evict a name from the caches), and its bytes are at hand in the DIE.
+/// Addresses are only compared, never dereferenced, and the input stays mapped
+/// for the whole run, so an address cannot be reused for another string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameKey {
+    /// The address, or the bytes with [`NameKey::BYTES`] set (no address has it).
+    id: u64,
+    /// The slice's length; the name's for a key by bytes; `u32::MAX` (never
+    /// cached) for a slice of 4 GiB or more.
+    len: u32,
+}
+
+impl NameKey {
+    /// A name built by the encoder: not cached (its address may be reused).
+    pub const NONE: NameKey = NameKey { id: 0, len: 0 };
+
+    /// Marks a key made of the name's bytes: addresses are below 2^63.
+    const BYTES: u64 = 1 << 63;
+
+    /// The key of `name`.
+    #[inline]
+    pub fn of(name: Name<'_>) -> NameKey {
+        let (addr, backing) = name.key();
+        if backing <= 7 {
+            let b = name.bytes();
+            let mut w = [0u8; 8];
+            w[..b.len()].copy_from_slice(b);
+            return NameKey {
+                id: Self::BYTES | u64::from_le_bytes(w),
+                len: cache_len(b.len()),
+            };
+        }
+        NameKey {
+            id: addr as u64,
+            len: cache_len(backing),
+        }
+    }
+
+    /// Whether the caches may hold the name.
+    #[inline]
+    pub fn is_cached(self) -> bool {
+        self.id != 0 && self.len != u32::MAX
+    }
+}
+
+/// A slice's length as a [`NameKey`] keeps it: `u32::MAX` (never kept, so never
+/// found) for one of 4 GiB or more. 16-byte entries instead of 24 keep the
+/// address cache within a core's L2 cache.
 #[inline]
 fn cache_len(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
@@ -454,13 +507,12 @@ impl StrIndex {
         if name.is_empty() {
             return StrOffset::EMPTY;
         }
-        let (addr, len) = name.key();
-        let len = cache_len(len);
-        if let Some(off) = self.recent.get(addr, len) {
+        let key = NameKey::of(name);
+        if let Some(off) = self.recent.get(key) {
             return StrOffset(off);
         }
         let off = self.intern_hashed(btf, hash_str(name.bytes()), name.bytes());
-        self.recent.set(addr, len, off.0);
+        self.recent.set(key, off.0);
         off
     }
 
@@ -489,17 +541,12 @@ impl StrIndex {
                 continue;
             }
             let s = unit.strs[i];
-            let len = cache_len(s.key.1);
-            if s.key.0 != 0 {
-                if let Some(off) = self.recent.get(s.key.0, len) {
-                    out.push(StrOffset(off));
-                    continue;
-                }
+            if let Some(off) = self.recent.get(s.key) {
+                out.push(StrOffset(off));
+                continue;
             }
             let off = self.intern_hashed(btf, s.hash, unit.bytes(i));
-            if s.key.0 != 0 {
-                self.recent.set(s.key.0, len, off.0);
-            }
+            self.recent.set(s.key, off.0);
             out.push(off);
         }
     }

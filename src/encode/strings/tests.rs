@@ -57,6 +57,14 @@ fn known_strings_are_the_merged_offsets() {
     assert_eq!(btf.strings(), b"\0int\0long\0char\0");
 }
 
+/// The key of a name at address `a` read from a slice of `len` bytes.
+fn addr_key(a: u32, len: u32) -> NameKey {
+    NameKey {
+        id: u64::from(a),
+        len,
+    }
+}
+
 /// Readers on other threads never take a half-written entry: every offset
 /// they find is the one written for that address.
 #[test]
@@ -71,11 +79,11 @@ fn cache_readers_see_whole_entries() {
                 let mut found = 0u32;
                 while !stop.load(Ordering::Relaxed) {
                     for a in 1..200u32 {
-                        if let Some(off) = cache.get(a as usize, a % 7) {
+                        if let Some(off) = cache.get(addr_key(a, a % 7)) {
                             assert_eq!(off, a * 3, "address {a}");
                             found += 1;
                         }
-                        assert_eq!(cache.get(a as usize, a % 7 + 1), None);
+                        assert_eq!(cache.get(addr_key(a, a % 7 + 1)), None);
                     }
                 }
                 std::hint::black_box(found);
@@ -83,7 +91,7 @@ fn cache_readers_see_whole_entries() {
         }
         for round in 0..1_000_000u32 {
             let a = 1 + round % 199;
-            cache.set(a as usize, a % 7, a * 3);
+            cache.set(addr_key(a, a % 7), a * 3);
         }
         stop.store(true, Ordering::Relaxed);
     });
@@ -147,4 +155,43 @@ fn equal_hashes_of_different_strings_are_told_apart() {
     assert_ne!(a, b);
     assert_eq!(idx.intern_hashed(&mut btf, 7, b"b"), b);
     assert_eq!(idx.intern_hashed(&mut btf, 7, b"a"), a);
+}
+
+/// Names gcc writes inline in the DIE (up to 3 bytes, a new address each time)
+/// are known by their bytes: one entry in the unit's table, found in the run's
+/// cache by the next unit; a longer name at two addresses is two entries.
+#[test]
+fn short_names_are_known_by_their_bytes() {
+    let dies = [*b"\x05id\0\x01", *b"\x07id\0\x02"];
+    // The DW_FORM_string slices: the name without its NUL.
+    fn at(d: &[u8; 5]) -> Name<'_> {
+        Name::new(&d[1..3])
+    }
+    let sec = b"id\0long_name\0long_name\0";
+    let mut u = UnitInterner::default();
+    assert_eq!(u.intern(at(&dies[0])), StrOffset(1));
+    assert_eq!(u.intern(at(&dies[1])), StrOffset(1), "same bytes");
+    // The same name in `.debug_str`, read from a longer slice: by address.
+    assert_eq!(u.intern(Name::new(&sec[..])), StrOffset(2));
+    assert_eq!(u.intern(Name::new(&sec[3..])), StrOffset(3));
+    assert_eq!(
+        u.intern(Name::new(&sec[13..])),
+        StrOffset(4),
+        "another address"
+    );
+    let first = u.take();
+    assert_eq!(NameKey::of(at(&dies[0])), NameKey::of(at(&dies[1])));
+    assert_ne!(NameKey::of(at(&dies[0])), NameKey::of(Name::new(&sec[..])));
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let mut a = Vec::new();
+    idx.merge(&mut btf, &first, 0..first.len(), &mut a);
+    assert_eq!(btf.strings(), b"\0id\0long_name\0");
+    assert_eq!(a, [StrOffset(1), StrOffset(1), StrOffset(4), StrOffset(4)]);
+    // A later unit's inline "id", at yet another address, is known before
+    // its turn.
+    let third = *b"\x09id\0\x03";
+    u.intern(at(&third));
+    let mut second = u.take();
+    u.learn_known(&mut second, &idx.addr_cache());
+    assert_eq!(second.known, [1]);
 }
