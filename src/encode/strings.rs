@@ -48,14 +48,16 @@ impl Hasher for Prehashed {
     }
 }
 
-/// A name of one unit's table.
+/// A name of one unit's table whose offset in the run was not known when it was
+/// entered: what merging it needs.
 #[derive(Clone, Copy, Debug)]
-pub struct UnitStr {
-    /// [`hash_str`] of the bytes.
-    pub hash: u64,
+struct Unknown {
     /// What the caches know the name by ([`NameKey::NONE`] for a name built by the
     /// encoder, whose address may be reused).
-    pub key: NameKey,
+    key: NameKey,
+    /// Its index in the table.
+    i: u32,
+    /// Its bytes in the table's blob.
     start: u32,
     len: u32,
 }
@@ -63,21 +65,27 @@ pub struct UnitStr {
 /// One unit's strings in first-use order (a string may have more than one entry:
 /// see [`UnitInterner`]). A unit's records name string
 /// `i` of the table (0-based) as `StrOffset(i + 1)`; `StrOffset(0)` is the empty name.
+///
+/// Most of a unit's names are known to the run when they are entered (an earlier
+/// unit gave them): such a name is its hash and its offset, 12 bytes, with no
+/// bytes kept; only the others have an [`Unknown`] entry and their bytes.
 #[derive(Default, Debug)]
 pub struct UnitStrings {
     blob: Vec<u8>,
-    strs: Vec<UnitStr>,
+    /// [`hash_str`] of each string.
+    hashes: Vec<u64>,
     /// The run's offset of each string that a unit merged earlier already gave
     /// the run (0: not known), found by [`UnitInterner::learn_known`] or, for a
-    /// name the worker learned with an earlier unit, when it is interned. A known
-    /// string's bytes are not kept: its offset is all the merge needs.
+    /// name the worker learned with an earlier unit, when it is interned.
     known: Vec<u32>,
+    /// The strings not known when entered, by index.
+    unknown: Vec<Unknown>,
 }
 
 impl UnitStrings {
     /// Number of strings.
     pub fn len(&self) -> usize {
-        self.strs.len()
+        self.hashes.len()
     }
 
     /// The run's offset of string `o` (1-based, as the unit's records name it),
@@ -89,18 +97,25 @@ impl UnitStrings {
 
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
-        self.strs.is_empty()
+        self.hashes.is_empty()
     }
 
     /// [`hash_str`] of string `i`.
     pub fn hash(&self, i: usize) -> u64 {
-        self.strs[i].hash
+        self.hashes[i]
     }
 
-    /// The bytes of string `i` (none for a string known to the run).
+    /// The bytes of string `i` (none for a string known to the run when entered).
     pub fn bytes(&self, i: usize) -> &[u8] {
-        let s = &self.strs[i];
-        &self.blob[s.start as usize..][..s.len as usize]
+        let at = self.unknown.partition_point(|u| (u.i as usize) < i);
+        match self.unknown.get(at) {
+            Some(u) if u.i as usize == i => self.unknown_bytes(u),
+            _ => &[],
+        }
+    }
+
+    fn unknown_bytes(&self, u: &Unknown) -> &[u8] {
+        &self.blob[u.start as usize..][..u.len as usize]
     }
 }
 
@@ -225,7 +240,7 @@ impl UnitInterner {
 
     /// Number of strings of the unit so far.
     pub fn len(&self) -> usize {
-        self.out.strs.len()
+        self.out.hashes.len()
     }
 
     /// The content key of the unit's string `o` (1-based, as the unit's records
@@ -233,14 +248,14 @@ impl UnitInterner {
     #[inline]
     pub fn key(&self, o: u32) -> u64 {
         match (o as usize).checked_sub(1) {
-            Some(i) => self.out.strs.get(i).map_or(0, |s| s.hash),
+            Some(i) => self.out.hashes.get(i).copied().unwrap_or(0),
             None => 0,
         }
     }
 
     /// Whether the unit has no string yet.
     pub fn is_empty(&self) -> bool {
-        self.out.strs.is_empty()
+        self.out.hashes.is_empty()
     }
 
     /// The unit's table; the interner is ready for the next unit.
@@ -255,8 +270,9 @@ impl UnitInterner {
         // again.
         let next = UnitStrings {
             blob: Vec::with_capacity(self.out.blob.len()),
-            strs: Vec::with_capacity(self.out.strs.len()),
+            hashes: Vec::with_capacity(self.out.hashes.len()),
             known: Vec::with_capacity(self.out.known.len()),
+            unknown: Vec::with_capacity(self.out.unknown.len()),
         };
         std::mem::replace(&mut self.out, next)
     }
@@ -273,16 +289,20 @@ impl UnitInterner {
     }
 
     fn push_entry(&mut self, s: &[u8], key: NameKey, hash: u64, run: u32) -> u32 {
-        let i = u32::try_from(self.out.strs.len()).expect("fewer than 2^32 names in a unit");
-        let start = u32::try_from(self.out.blob.len()).expect("a unit's names under 4 GiB");
-        self.out.blob.extend_from_slice(s);
-        self.out.strs.push(UnitStr {
-            hash,
-            key,
-            start,
-            len: u32::try_from(s.len()).expect("a name under 4 GiB"),
-        });
-        self.out.known.push(run);
+        let out = &mut self.out;
+        let i = u32::try_from(out.hashes.len()).expect("fewer than 2^32 names in a unit");
+        out.hashes.push(hash);
+        out.known.push(run);
+        if run == 0 {
+            let start = u32::try_from(out.blob.len()).expect("a unit's names under 4 GiB");
+            out.blob.extend_from_slice(s);
+            out.unknown.push(Unknown {
+                key,
+                i,
+                start,
+                len: u32::try_from(s.len()).expect("a name under 4 GiB"),
+            });
+        }
         i
     }
 
@@ -294,7 +314,8 @@ impl UnitInterner {
     /// string is in the run's section once), so what is found is what the merge
     /// would find, and what is not is looked up by the merge.
     pub fn learn_known(&mut self, unit: &mut UnitStrings, cache: &AddrCache) {
-        for (s, known) in unit.strs.iter().zip(&mut unit.known) {
+        for s in &unit.unknown {
+            let known = &mut unit.known[s.i as usize];
             if *known != 0 || !s.key.is_cached() {
                 continue;
             }
@@ -535,17 +556,24 @@ impl StrIndex {
         range: std::ops::Range<usize>,
         out: &mut Vec<StrOffset>,
     ) {
+        // The unknown entries are in index order: one cursor walks them.
+        let mut next = unit
+            .unknown
+            .partition_point(|u| (u.i as usize) < range.start);
         for i in range {
             if let Some(&k) = unit.known.get(i).filter(|&&k| k != 0) {
                 out.push(StrOffset(k));
                 continue;
             }
-            let s = unit.strs[i];
+            while unit.unknown[next].i as usize != i {
+                next += 1;
+            }
+            let s = unit.unknown[next];
             if let Some(off) = self.recent.get(s.key) {
                 out.push(StrOffset(off));
                 continue;
             }
-            let off = self.intern_hashed(btf, s.hash, unit.bytes(i));
+            let off = self.intern_hashed(btf, unit.hashes[i], unit.unknown_bytes(&s));
             self.recent.set(s.key, off.0);
             out.push(off);
         }

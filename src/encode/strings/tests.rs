@@ -195,3 +195,48 @@ fn short_names_are_known_by_their_bytes() {
     u.learn_known(&mut second, &idx.addr_cache());
     assert_eq!(second.known, [1]);
 }
+
+/// A table merged in two ranges, split anywhere, gives what merging it whole
+/// gives: known names (12 bytes, no bytes kept) and unknown ones (with their
+/// bytes) interleave, and each range finds its unknown entries.
+#[test]
+fn a_table_merges_the_same_in_two_ranges() {
+    let sec = b"alpha_name\0beta_name\0gamma_name\0delta_name\0";
+    let at = |o: usize| Name::new(&sec[o..]);
+    let mut u = UnitInterner::default();
+    u.intern(at(11));
+    u.intern(at(32));
+    let mut first = u.take();
+    // The run merges the first unit; the worker learns its offsets.
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    idx.merge(&mut btf, &first, 0..first.len(), &mut Vec::new());
+    u.learn_known(&mut first, &idx.addr_cache());
+    for o in [0, 11, 21, 32, 0] {
+        u.intern(at(o));
+    }
+    u.intern_owned(b"owned_name");
+    let t = u.take();
+    assert_eq!(t.len(), 5);
+    assert_eq!(t.unknown.len(), 3, "alpha, gamma and the owned name");
+    let merged = |cut: usize| {
+        // Neither name of the first unit is looked up again: both are known.
+        let (mut b, mut i) = (btf.clone(), StrIndex::default());
+        let mut offs = Vec::new();
+        i.merge(&mut b, &t, 0..cut, &mut offs);
+        i.merge(&mut b, &t, cut..t.len(), &mut offs);
+        (offs, b.strings().to_vec())
+    };
+    let whole = merged(t.len());
+    assert_eq!(
+        whole.1,
+        b"\0beta_name\0delta_name\0alpha_name\0gamma_name\0owned_name\0"
+    );
+    assert_eq!(
+        whole.0,
+        [22, 1, 33, 11, 44].map(StrOffset),
+        "alpha, beta, gamma, delta, owned"
+    );
+    for cut in 0..t.len() {
+        assert_eq!(merged(cut), whole, "cut at {cut}");
+    }
+}
