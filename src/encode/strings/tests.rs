@@ -240,3 +240,38 @@ fn a_table_merges_the_same_in_two_ranges() {
         assert_eq!(merged(cut), whole, "cut at {cut}");
     }
 }
+
+/// Two names of one set are both held; a third takes the first way, the name
+/// there moves to the second, and the oldest is dropped.
+#[test]
+fn cache_sets_hold_two_names() {
+    let cache = AddrCache::new(3);
+    let set_of = |a: u32| cache_slot(u64::from(a), 3);
+    let same: Vec<u32> = (1..1000)
+        .filter(|&a| set_of(a) == set_of(1))
+        .take(3)
+        .collect();
+    let other = (1..1000).find(|&a| set_of(a) != set_of(1)).unwrap();
+    let [a, b, c] = [same[0], same[1], same[2]];
+    cache.set(addr_key(a, 8), 10);
+    cache.set(addr_key(other, 8), 40);
+    cache.set(addr_key(b, 8), 20);
+    assert_eq!(cache.get(addr_key(a, 8)), Some(10));
+    assert_eq!(cache.get(addr_key(b, 8)), Some(20));
+    cache.set(addr_key(a, 8), 10);
+    assert_eq!(
+        cache.get(addr_key(b, 8)),
+        Some(20),
+        "setting a held name again"
+    );
+    cache.set(addr_key(c, 8), 30);
+    assert_eq!(cache.get(addr_key(c, 8)), Some(30));
+    assert_eq!(
+        cache.get(addr_key(b, 8)),
+        Some(20),
+        "moved to the second way"
+    );
+    assert_eq!(cache.get(addr_key(a, 8)), None, "the oldest, dropped");
+    assert_eq!(cache.get(addr_key(other, 8)), Some(40), "another set");
+    assert_eq!(cache.get(addr_key(a, 9)), None, "another length");
+}
