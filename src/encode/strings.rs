@@ -119,11 +119,12 @@ impl UnitStrings {
     }
 }
 
-/// log2 of the entries of a worker's name cache (1 MiB of 32-byte entries): a
-/// unit has a few thousand distinct names, but the cache serves unit after unit,
-/// and twice the 2^14 entries it had took the corpus vmlinux's -j1 run to 0.987x
-/// the instructions and 0.954x the misses of a 2 MiB L2 (cachegrind), for about
-/// 0.4 MB more peak RSS at -j2; 2^16 gave 0.979x, but 62 MB of peak RSS at -j2.
+/// log2 of the entries of a worker's name cache (1 MiB of 32-byte entries, two
+/// to a set): a unit has a few thousand distinct names, but the cache serves unit
+/// after unit. Direct-mapped, twice the 2^14 entries it had took the corpus
+/// vmlinux's -j1 run to 0.987x the instructions and 0.954x the misses of a 2 MiB
+/// L2 (cachegrind), for about 0.4 MB more peak RSS at -j2 (2^16 gave 0.979x, but
+/// 62 MB of peak RSS at -j2); two ways in the same 1 MiB, 0.997x and 0.943x more.
 const UNIT_RECENT_BITS: u32 = 15;
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
@@ -141,10 +142,25 @@ const UNIT_RECENT_BITS: u32 = 15;
 /// even copied.
 pub struct UnitInterner {
     out: UnitStrings,
-    /// A direct-mapped cache by address; entries of earlier units are told apart
-    /// by `unit`.
-    recent: Box<[Recent]>,
+    /// A two-way set-associative cache by [`NameKey`], the newer entry of a set
+    /// first; entries of earlier units are told apart by `unit`.
+    recent: Box<[RecentSet]>,
     unit: u16,
+}
+
+/// A set of [`UnitInterner`]'s cache: two entries in one cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct RecentSet([Recent; 2]);
+
+impl RecentSet {
+    /// The way that holds `key`.
+    #[inline]
+    fn way_of(&self, key: NameKey) -> Option<usize> {
+        self.0
+            .iter()
+            .position(|e| e.id == key.id && e.len == key.len)
+    }
 }
 
 /// An entry of [`UnitInterner`]'s cache (32 bytes).
@@ -167,7 +183,7 @@ impl Default for UnitInterner {
     fn default() -> Self {
         UnitInterner {
             out: UnitStrings::default(),
-            recent: vec![Recent::default(); 1 << UNIT_RECENT_BITS].into_boxed_slice(),
+            recent: vec![RecentSet::default(); 1 << (UNIT_RECENT_BITS - 1)].into_boxed_slice(),
             unit: 1,
         }
     }
@@ -181,9 +197,9 @@ impl UnitInterner {
         // empty (empty names are never entered), and reading the first byte of a
         // name in `.debug_str` is a cache miss of its own.
         let key = NameKey::of(name);
-        let slot = cache_slot(key.id, UNIT_RECENT_BITS);
-        let e = self.recent[slot];
-        if e.id == key.id && e.len == key.len && key.is_cached() {
+        let set = cache_slot(key.id, UNIT_RECENT_BITS - 1);
+        if let (Some(way), true) = (self.recent[set].way_of(key), key.is_cached()) {
+            let e = self.recent[set].0[way];
             if e.unit == self.unit {
                 return StrOffset(e.idx + 1);
             }
@@ -194,7 +210,7 @@ impl UnitInterner {
             } else {
                 self.push_hashed(&name.raw_bytes()[..usize::from(e.name_len)], key, e.hash)
             };
-            self.recent[slot] = Recent {
+            self.recent[set].0[way] = Recent {
                 unit: self.unit,
                 idx: i,
                 ..e
@@ -208,7 +224,10 @@ impl UnitInterner {
         let hash = hash_str(bytes);
         let i = self.push_hashed(bytes, key, hash);
         if let Ok(name_len) = u16::try_from(bytes.len()) {
-            self.recent[slot] = Recent {
+            // The newer entry of the set moves to the second way; the older goes.
+            let ways = &mut self.recent[set].0;
+            ways[1] = ways[0];
+            ways[0] = Recent {
                 id: key.id,
                 hash,
                 len: key.len,
@@ -236,7 +255,7 @@ impl UnitInterner {
     pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
         let mut acc = 0u64;
         for name in names {
-            acc ^= self.recent[cache_slot(NameKey::of(name).id, UNIT_RECENT_BITS)].id;
+            acc ^= self.recent[cache_slot(NameKey::of(name).id, UNIT_RECENT_BITS - 1)].0[0].id;
         }
         std::hint::black_box(acc);
     }
@@ -266,7 +285,7 @@ impl UnitInterner {
         self.unit = self.unit.wrapping_add(1).max(1);
         if self.unit == 1 {
             // Wrapped: entries of unit 1 of the last round must not match.
-            self.recent.fill(Recent::default());
+            self.recent.fill(RecentSet::default());
         }
         // The next unit starts with room for as many names as this one had: units
         // are alike in size, and growing the table by doubling copies it again and
@@ -324,9 +343,9 @@ impl UnitInterner {
             }
             if let Some(off) = cache.get(s.key) {
                 *known = off;
-                let e = &mut self.recent[cache_slot(s.key.id, UNIT_RECENT_BITS)];
-                if e.id == s.key.id && e.len == s.key.len {
-                    e.run = off;
+                let set = &mut self.recent[cache_slot(s.key.id, UNIT_RECENT_BITS - 1)];
+                if let Some(way) = set.way_of(s.key) {
+                    set.0[way].run = off;
                 }
             }
         }

@@ -275,3 +275,30 @@ fn cache_sets_hold_two_names() {
     assert_eq!(cache.get(addr_key(other, 8)), Some(40), "another set");
     assert_eq!(cache.get(addr_key(a, 9)), None, "another length");
 }
+
+/// Two names of one set of a worker's cache are both remembered: a later unit
+/// gets both with the run's offsets, neither read nor hashed again.
+#[test]
+fn name_cache_sets_hold_two_names() {
+    let sec: Vec<u8> = (0..4000)
+        .flat_map(|i| format!("name_{i:04}\0").into_bytes())
+        .collect();
+    let at = |i: usize| Name::new(&sec[i * 10..]);
+    let set = |i: usize| cache_slot(NameKey::of(at(i)).id, UNIT_RECENT_BITS - 1);
+    let (a, b) = (0..4000)
+        .find_map(|a| ((a + 1)..4000).find(|&b| set(b) == set(a)).map(|b| (a, b)))
+        .expect("two of 4000 names share one of 16384 sets");
+    let mut u = UnitInterner::default();
+    u.intern(at(a));
+    u.intern(at(b));
+    let mut first = u.take();
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let mut offs = Vec::new();
+    idx.merge(&mut btf, &first, 0..first.len(), &mut offs);
+    u.learn_known(&mut first, &idx.addr_cache());
+    u.intern(at(b));
+    u.intern(at(a));
+    let second = u.take();
+    assert_eq!(second.known, [offs[1].0, offs[0].0]);
+    assert!(second.unknown.is_empty(), "no bytes kept");
+}
