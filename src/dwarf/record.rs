@@ -127,6 +127,11 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 FrameKind::Proto
             }
             DW_TAG_member => {
+                let old = if a.data_bit_offset.is_none() {
+                    a.bit_offset
+                } else {
+                    None
+                };
                 s.members.push(MemberDie {
                     name: a.name,
                     ty: a.ty,
@@ -139,11 +144,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                         }
                     },
                     bit_size: fits_u32("DW_AT_bit_size", a.bit_size)?,
-                    old_bit_offset: if a.data_bit_offset.is_none() {
-                        a.bit_offset
-                    } else {
-                        None
-                    },
+                    old_offset: old.unwrap_or(0),
+                    has_old_offset: old.is_some(),
                     byte_size: fits_u32("DW_AT_byte_size", a.byte_size)?,
                 });
                 FrameKind::Member

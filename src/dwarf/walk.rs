@@ -648,7 +648,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 value: location,
             })?,
             bit_size: 0,
-            old_bit_offset: None,
+            old_offset: 0,
+            has_old_offset: false,
             byte_size: 0,
         })
     }

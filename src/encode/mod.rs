@@ -392,7 +392,8 @@ mod tests {
             ty: DieRef(10),
             bit_offset: 0,
             bit_size: 0,
-            old_bit_offset: None,
+            old_offset: 0,
+            has_old_offset: false,
             byte_size: 0,
         }];
         let values = [crate::dwarf::types::EnumeratorDie {
@@ -488,7 +489,8 @@ mod limit_tests {
             ty: DieRef::VOID,
             bit_offset,
             bit_size,
-            old_bit_offset: None,
+            old_offset: 0,
+            has_old_offset: false,
             byte_size: 0,
         }];
         let types = [TypeDie::Composite {

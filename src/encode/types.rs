@@ -273,7 +273,7 @@ fn composite(
     out.strs.warm(members.iter().map(|m| m.name));
     for m in members {
         let mut bit_offset = m.bit_offset;
-        if let (Some(old), true) = (m.old_bit_offset, m.bit_size != 0) {
+        if let (Some(old), true) = (m.old_bit_offset(), m.bit_size != 0) {
             let storage = if m.byte_size != 0 {
                 u64::from(m.byte_size)
             } else {
