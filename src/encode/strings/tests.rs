@@ -181,6 +181,11 @@ fn short_names_are_known_by_their_bytes() {
     );
     let first = u.take();
     assert_eq!(NameKey::of(at(&dies[0])), NameKey::of(at(&dies[1])));
+    assert!(!NameKey::of(Name::EMPTY).is_cached(), "an empty name");
+    assert!(
+        !NameKey::of(Name::new(b"\0abc")).is_cached(),
+        "a name ending at once"
+    );
     assert_ne!(NameKey::of(at(&dies[0])), NameKey::of(Name::new(&sec[..])));
     let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
     let mut a = Vec::new();
