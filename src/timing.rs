@@ -3,7 +3,7 @@
 //! process's CPU time meanwhile (all threads); the work spread over threads (parsing
 //! and encoding on the workers, the in-order merge on the token holder, its dedup)
 //! by its busy time — the wall clock inside each call, summed — and by the CPU time
-//! of the calling thread inside each call (`/proc/thread-self/schedstat`), which
+//! of the calling thread inside each call (`clock_gettime`'s thread clock), which
 //! stays true on a machine short of CPUs. The run's CPU time is the process's own
 //! (user + system, from `/proc/self/stat`).
 
@@ -123,11 +123,14 @@ fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-/// The calling thread's CPU time so far, in nanoseconds (the first field of
-/// `/proc/thread-self/schedstat`).
+/// The calling thread's CPU time so far, in nanoseconds: exact where the system
+/// call is available ([`crate::mmap::thread_cpu_ns`]), else the first field of
+/// `/proc/thread-self/schedstat` (which lags by up to a scheduler tick).
 fn thread_cpu_ns() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    stat.split_whitespace().next()?.parse().ok()
+    crate::mmap::thread_cpu_ns().or_else(|| {
+        let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+        stat.split_whitespace().next()?.parse().ok()
+    })
 }
 
 /// The process's user + system CPU time so far, from `/proc/self/stat` (fields 14
