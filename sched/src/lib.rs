@@ -13,6 +13,9 @@
 //! So at most `window` results exist at once, counting the one being consumed and the
 //! ones still being produced. A slow task 0 cannot make the others pile up results: the
 //! workers wait at the window edge until task 0's worker produces and consumes it.
+//! [`run_ordered_weighted`] sizes the window by weight instead: beyond a few tasks,
+//! more start only while the weights of the tasks in flight stay within a budget, so
+//! many small tasks can run ahead of a large one for the memory a few large ones take.
 //!
 //! Tasks are handed out by work stealing (`crossbeam_deque`): one FIFO injector,
 //! seeded in index order, and a FIFO deque per worker. A worker takes its next task
@@ -135,6 +138,31 @@ pub const fn default_window(jobs: usize) -> usize {
     }
 }
 
+/// How far ahead of the consumer tasks may start, for [`run_ordered_weighted`]: task
+/// `i` starts once `i < next + min`, or once `i < next + max` and the weights of tasks
+/// `next..=i` sum to at most `budget` (`next`: the next task to consume). At most `max`
+/// results exist at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Tasks in flight whatever their weights (below 1 counts as 1).
+    pub min: usize,
+    /// Tasks in flight at most (below `min` counts as `min`).
+    pub max: usize,
+    /// The weight that tasks beyond the first `min` may bring in flight.
+    pub budget: u64,
+}
+
+impl Window {
+    /// A window of `n` tasks, whatever their weights.
+    pub const fn tasks(n: usize) -> Window {
+        Window {
+            min: n,
+            max: n,
+            budget: 0,
+        }
+    }
+}
+
 /// Runs `produce` for tasks `0..tasks` on `jobs` workers and `consume` on each result in
 /// index order, with at most `window` results alive at once (see the crate docs).
 ///
@@ -174,14 +202,44 @@ where
     P: Fn(usize) -> Result<T, E> + Sync,
     C: FnMut(usize, T) -> Result<(), E> + Send,
 {
+    run_ordered_weighted(tasks, jobs, Window::tasks(window), |_| 0, produce, consume)
+}
+
+/// [`run_ordered`] with a window sized by the tasks' weights: `weight(i)` for task `i`
+/// (say, the bytes its result will take), asked once per task before any starts.
+pub fn run_ordered_weighted<T, E, P, C>(
+    tasks: usize,
+    jobs: usize,
+    window: Window,
+    weight: impl Fn(usize) -> u64,
+    produce: P,
+    consume: C,
+) -> Result<(), Error<E>>
+where
+    T: Send,
+    E: Send,
+    P: Fn(usize) -> Result<T, E> + Sync,
+    C: FnMut(usize, T) -> Result<(), E> + Send,
+{
     if tasks == 0 {
         return Ok(());
     }
     let jobs = jobs.clamp(1, tasks);
-    let window = window.clamp(1, tasks);
+    let min = window.min.clamp(1, tasks);
+    let window = Window {
+        min,
+        max: window.max.clamp(min, tasks),
+        budget: window.budget,
+    };
+    // Weights summed up to each task, so that any run of tasks is weighed at once.
+    let mut upto = Vec::with_capacity(tasks + 1);
+    upto.push(0u64);
+    for task in 0..tasks {
+        upto.push(upto[task].saturating_add(weight(task)));
+    }
     let mut deques: Vec<Worker<usize>> = (0..jobs).map(|_| Worker::new_fifo()).collect();
     let stealers = deques.iter().map(Worker::stealer).collect();
-    let run = Run::new(tasks, window, stealers, produce, consume);
+    let run = Run::new(tasks, window, upto, stealers, produce, consume);
     let own = deques.remove(0);
     if jobs == 1 {
         run.worker(0, own);
@@ -278,6 +336,12 @@ struct Run<T, E, P, C> {
     tasks: usize,
     /// Most results alive at once; also the length of the slot ring.
     window: usize,
+    /// Tasks that may be in flight whatever their weights.
+    min: usize,
+    /// What tasks beyond the first `min` in flight may weigh together.
+    budget: u64,
+    /// The weights of tasks `0..i` summed, for every `i` in `0..=tasks`.
+    upto: Vec<u64>,
     /// Task indices not yet taken by any worker, lowest first.
     queue: Injector<usize>,
     /// The other ends of the workers' own deques, by worker number.
@@ -313,7 +377,8 @@ where
 {
     fn new(
         tasks: usize,
-        window: usize,
+        window: Window,
+        upto: Vec<u64>,
         stealers: Vec<Stealer<usize>>,
         produce: P,
         consume: C,
@@ -324,14 +389,17 @@ where
         }
         Self {
             tasks,
-            window,
+            window: window.max,
+            min: window.min,
+            budget: window.budget,
+            upto,
             queue,
             stealers,
             next: AtomicUsize::new(0),
             limit: AtomicUsize::new(tasks),
             quit: AtomicBool::new(false),
             slots: Mutex::new(Slots {
-                ring: (0..window).map(|_| None).collect(),
+                ring: (0..window.max).map(|_| None).collect(),
                 token_held: false,
                 failure: None,
                 waiting: 0,
@@ -394,12 +462,18 @@ where
         }
     }
 
+    /// Whether `task` may start while `next` is the next task to consume.
+    fn fits(&self, task: usize, next: usize) -> bool {
+        task < next + self.min
+            || (task < next + self.window && self.upto[task + 1] - self.upto[next] <= self.budget)
+    }
+
     /// Waits until `task` is inside the window. False if it must not run at all.
     fn wait_for_window(&self, task: usize) -> bool {
         if task >= self.limit.load(Ordering::Acquire) {
             return false;
         }
-        if task < self.next.load(Ordering::Acquire) + self.window {
+        if self.fits(task, self.next.load(Ordering::Acquire)) {
             return true;
         }
         let mut slots = self.lock_slots();
@@ -407,7 +481,7 @@ where
             if self.quit.load(Ordering::Acquire) || task >= self.limit.load(Ordering::Acquire) {
                 return false;
             }
-            if task < self.next.load(Ordering::Acquire) + self.window {
+            if self.fits(task, self.next.load(Ordering::Acquire)) {
                 return true;
             }
             slots.waiting += 1;

@@ -506,3 +506,105 @@ fn an_idle_worker_steals_from_a_busy_workers_deque() {
 fn lock<X>(m: &Mutex<X>) -> std::sync::MutexGuard<'_, X> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// Runs `tasks` tasks with `weights` under `window` on `jobs` workers, each sleeping
+/// `delay_us(task)`, and checks every start against the window's rule as seen from
+/// the tasks consumed so far (which the scheduler's own count never exceeds, so a
+/// start it allowed is allowed here too). Returns the most tasks in flight at once and
+/// how many tasks started before task 0 was consumed.
+fn check_weighted(
+    jobs: usize,
+    window: Window,
+    weights: Vec<u64>,
+    delay_us: impl Fn(usize) -> u64 + Sync + Send + 'static,
+) -> (usize, usize) {
+    within(20, move || {
+        let tasks = weights.len();
+        let upto: Vec<u64> = std::iter::once(0)
+            .chain(weights.iter().scan(0u64, |sum, &w| {
+                *sum += w;
+                Some(*sum)
+            }))
+            .collect();
+        let (min, max_tasks) = (window.min.max(1), window.max.max(window.min.max(1)));
+        let consumed = AtomicUsize::new(0);
+        let ahead = AtomicUsize::new(0);
+        let now = Arc::new(AtomicUsize::new(0));
+        let max = AtomicUsize::new(0);
+        let mut seen = Vec::new();
+        run_ordered_weighted::<_, String, _, _>(
+            tasks,
+            jobs,
+            window,
+            |task| weights[task],
+            |task| {
+                let alive = Alive::new(&now, &max);
+                let next = consumed.load(Ordering::SeqCst);
+                if next == 0 {
+                    ahead.fetch_add(1, Ordering::SeqCst);
+                }
+                let fits = task < next + min
+                    || (task < next + max_tasks && upto[task + 1] - upto[next] <= window.budget);
+                assert!(fits, "task {task} started with {next} consumed: {window:?}");
+                std::thread::sleep(Duration::from_micros(delay_us(task)));
+                Ok((task, alive))
+            },
+            |task, (value, alive)| {
+                assert_eq!(task, value);
+                seen.push(task);
+                drop(alive);
+                consumed.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, (0..tasks).collect::<Vec<_>>());
+        let most = max.load(Ordering::SeqCst);
+        assert!(most <= max_tasks, "{most} in flight, at most {max_tasks}");
+        (most, ahead.load(Ordering::SeqCst))
+    })
+}
+
+#[test]
+fn weighted_window_keeps_to_its_count_and_budget() {
+    let mut rng = Rng::new(7);
+    for round in 0..20 {
+        let tasks = 1 + rng.index_below(60);
+        let weights: Vec<u64> = (0..tasks).map(|_| rng.below(100)).collect();
+        let window = Window {
+            min: rng.index_below(4),
+            max: rng.index_below(12),
+            budget: rng.below(300),
+        };
+        let delays: Vec<u64> = (0..tasks).map(|_| rng.below(400)).collect();
+        let jobs = 1 + (round % 4);
+        check_weighted(jobs, window, weights, move |t| delays[t]);
+    }
+}
+
+#[test]
+fn light_tasks_run_ahead_of_a_slow_heavy_one() {
+    // Task 0 is slow and heavy, the rest light: two tasks start whatever their
+    // weight, then light ones while the budget lasts (tasks 0..=10 weigh 1010).
+    let heavy_first = || {
+        let mut weights = vec![1u64; 40];
+        weights[0] = 1000;
+        weights
+    };
+    let slow_first = |t| if t == 0 { 50_000 } else { 10 };
+    let window = Window {
+        min: 2,
+        max: 16,
+        budget: 1010,
+    };
+    let (_, ahead) = check_weighted(2, window, heavy_first(), slow_first);
+    assert_eq!(ahead, 11, "tasks started before the heavy one was consumed");
+    // A budget the heavy task alone exceeds leaves the fixed window of two.
+    let window = Window {
+        min: 2,
+        max: 16,
+        budget: 999,
+    };
+    let (_, ahead) = check_weighted(2, window, heavy_first(), slow_first);
+    assert_eq!(ahead, 2, "tasks started before the heavy one was consumed");
+}
