@@ -1,6 +1,7 @@
 //! The engine's output does not depend on how it runs: the corpus vmlinux and the
 //! three modules (split over the vmlinux's `.BTF`) give the same bytes with 1, 2, 4
-//! and 8 worker threads and several look-ahead windows in the default dedup mode
+//! and 8 worker threads and several look-ahead windows (fixed ones, and the default,
+//! which with several workers lets small units run ahead) in the default dedup mode
 //! (incremental for the vmlinux, one-shot for the modules), equal to an explicitly
 //! one-shot sequential run (pahole's way: libbpf's dedup of the whole encoded
 //! stream). The incremental mode is also checked on the three modules. Skips with a message when the corpus is absent.
@@ -22,10 +23,11 @@ fn options(input: &Path, base: Option<&Path>) -> Options {
     dwarf2btf::cli::parse_pahole_args(&args).expect("options")
 }
 
+/// A fixed window of that many units, or (0) the default one.
 fn run(opts: &Options, workers: usize, window: usize, dedup: DedupMode) -> Vec<u8> {
     let tuning = Tuning {
         workers: Some(workers),
-        window: Some(window),
+        window: (window > 0).then_some(window),
         dedup,
         ..Tuning::default()
     };
@@ -38,7 +40,7 @@ fn run(opts: &Options, workers: usize, window: usize, dedup: DedupMode) -> Vec<u
 }
 
 /// One-shot bytes first (sequential), then those of `mode` for each (workers,
-/// window): all must be equal.
+/// window; 0: the default window): all must be equal.
 fn check(opts: &Options, mode: DedupMode, configs: &[(usize, usize)]) {
     let oneshot = run(opts, 1, 1, DedupMode::OneShot);
     assert!(oneshot.len() > 32, "{}: empty BTF", opts.input.display());
@@ -65,7 +67,7 @@ fn vmlinux_bytes_do_not_depend_on_jobs_or_window() {
     check(
         &options(&c.join("vmlinux"), None),
         DedupMode::Auto,
-        &[(1, 1), (2, 2), (2, 7), (4, 3), (8, 16)],
+        &[(1, 1), (2, 2), (2, 7), (4, 3), (8, 16), (2, 0), (8, 0)],
     );
 }
 
@@ -80,7 +82,7 @@ fn module_bytes_do_not_depend_on_jobs_or_window() {
         check(
             &options(&c.join(m), Some(&vmlinux)),
             DedupMode::Auto,
-            &[(1, 1), (1, 2), (2, 2), (4, 4), (8, 3), (8, 32)],
+            &[(1, 1), (1, 2), (2, 2), (4, 4), (8, 3), (8, 32), (4, 0)],
         );
     }
     // The incremental mode on split BTF, functions and variables included: also
