@@ -178,6 +178,11 @@ impl Btf {
         self.types
     }
 
+    /// This blob's own string section, taken out of it (its types dropped).
+    pub fn into_strings(self) -> Vec<u8> {
+        self.strings
+    }
+
     /// This blob's own types, mutable.
     pub fn types_mut(&mut self) -> &mut Vec<Type> {
         &mut self.types

@@ -313,6 +313,24 @@ impl Engine {
         self.load(p, load::Strings::Btf(batch))
     }
 
+    /// [`Engine::load_batch`] for a BTF an encoder built, whose strings are each in
+    /// its section once: their offsets are kept as they are (libbpf does not dedup
+    /// the strings of a BTF built from scratch) instead of being moved into our set
+    /// one by one, which came to the same offsets. The caller writes that section
+    /// with the result ([`Engine::to_bytes_with_strings`]).
+    pub fn load_encoded_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {
+        if batch.base_type_count() != self.base_types || batch.base_str_len() != self.str_start {
+            return Err(DedupError::BaseMismatch);
+        }
+        let p = self.preparer().prepare(batch.types(), btf_keys(batch));
+        self.load(
+            p,
+            load::Strings::Encoded {
+                str_end: batch.str_end(),
+            },
+        )
+    }
+
     /// [`Engine::load_batch`] for an encoder's batch, prepared by
     /// [`Preparer::prepare`], whose string offsets are kept as they are: its names
     /// are offsets (each string once) into the encoder's section, which ends at

@@ -425,14 +425,23 @@ impl FinalPass {
         let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
         let layout = btf.layout().map(<[_]>::to_vec);
         let mut e = engine::Engine::new(btf.base().map(|b| &**b), self.compat, false)?;
-        if keep_strings {
-            e.keep_strings_of(&btf);
-        }
-        let s = e.load_batch(&btf)?;
-        drop(btf);
+        // The encoder's section as it is, as the batches kept it: its offsets need
+        // no moving (a vmlinux's 110,000 strings hashed and looked up again were a
+        // third of this pass).
+        let (s, strings) = if keep_strings {
+            let s = e.load_encoded_batch(&btf)?;
+            (s, Some(btf.into_strings()))
+        } else {
+            let s = e.load_batch(&btf)?;
+            drop(btf);
+            (s, None)
+        };
         e.set_settled(self.kept, &self.base_resolved)?;
         e.process(s)?;
-        Ok(e.to_bytes(endian, &extra, layout.as_deref()))
+        Ok(match strings {
+            Some(strs) => e.to_bytes_with_strings(endian, &extra, layout.as_deref(), &strs),
+            None => e.to_bytes(endian, &extra, layout.as_deref()),
+        })
     }
 
     /// `btf` must be over the base the batches were (the kept ids refer to it).
