@@ -140,7 +140,10 @@ impl FuncEncoder {
             name: StrOffset::EMPTY,
             kind: TypeKind::FuncProto { ret, params },
         });
-        let fname = st.intern(Name::new(name.as_bytes()));
+        // By content, not through the run's address cache: each function's name is
+        // emitted once, from the symbol table, so the cache would only miss and
+        // then record it (a fifth of emitting the corpus vmlinux's functions).
+        let fname = st.intern_owned(name.as_bytes());
         let func = st.btf_mut().push_type(Type {
             name: fname,
             kind: TypeKind::Func {
