@@ -150,9 +150,9 @@ impl ReleaseFront {
 /// Parts are released [`SectionParts::STEP`] bytes at a time, not each on its own: a
 /// kernel's units are about 80 KB of `.debug_info` each, and with two threads every
 /// `madvise` interrupts the other CPU to flush its TLB, which on a virtual machine
-/// costs more than the call itself (a call per unit and section took 0.06–0.1 s of
-/// system time at -j2 on the corpus vmlinux, and -j2 runs 0.94× as long in steps of
-/// 512 KB, for no more peak RSS).
+/// costs more than the call itself (on the corpus vmlinux at -j2, a call per unit and
+/// section: 0.26 s of system time; in steps of 512 KB: 0.16 s, 0.953× the wall time,
+/// and 0.5 MB more peak RSS).
 #[derive(Debug, Clone)]
 pub struct SectionParts {
     /// Offset of the section in the mapping, and its length.
@@ -280,9 +280,11 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let b = thread_cpu_ns().unwrap();
         assert!(b - a < 10_000_000, "asleep 20 ms, yet {} ns of CPU", b - a);
-        // Spinning does, and never more than the wall time it took (the thread may
-        // be preempted by the other tests, so the spin is measured, not timed).
+        // Spinning does, and never more than the wall time around it (the thread may
+        // be preempted by the other tests, so the spin is measured, not timed; the
+        // two clocks may run apart by NTP's slew, far below the 1% allowed).
         let spin = std::time::Instant::now();
+        let b = thread_cpu_ns().unwrap();
         let mut x = 0u64;
         let mut c = b;
         while c - b < 20_000_000 {
@@ -292,7 +294,7 @@ mod tests {
         }
         let wall = u64::try_from(spin.elapsed().as_nanos()).unwrap();
         assert!(
-            c - b <= wall,
+            c - b <= wall + wall / 100,
             "{} ns of CPU in {wall} ns of wall time",
             c - b
         );

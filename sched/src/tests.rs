@@ -591,7 +591,8 @@ fn light_tasks_run_ahead_of_a_slow_heavy_one() {
         weights[0] = 1000;
         weights
     };
-    let slow_first = |t| if t == 0 { 50_000 } else { 10 };
+    // (Task 0's 200 ms leave the other worker ample time for ten tasks of 10 µs.)
+    let slow_first = |t| if t == 0 { 200_000 } else { 10 };
     // Then a budget the heavy task alone exceeds: the fixed window of two.
     for (budget, started) in [(1010, 11), (999, 2)] {
         let window = Window {

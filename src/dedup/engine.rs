@@ -305,11 +305,8 @@ impl Engine {
     /// The first half of [`Engine::add_batch`]: copies `batch` in (after which the
     /// caller may drop it) and returns the batch's first id for [`Engine::process`].
     pub fn load_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {
-        if batch.base_type_count() != self.base_types || batch.base_str_len() != self.str_start {
-            return Err(DedupError::BaseMismatch);
-        }
+        let p = self.prepare_over_base(batch)?;
         self.strs.reserve(batch.strings().len());
-        let p = self.preparer().prepare(batch.types(), btf_keys(batch));
         self.load(p, load::Strings::Btf(batch))
     }
 
@@ -319,16 +316,17 @@ impl Engine {
     /// one by one, which came to the same offsets. The caller writes that section
     /// with the result ([`Engine::to_bytes_with_strings`]).
     pub fn load_encoded_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {
+        let p = self.prepare_over_base(batch)?;
+        let str_end = batch.str_end();
+        self.load(p, load::Strings::Encoded { str_end })
+    }
+
+    /// `batch`'s types flattened and hashed, once it is known to be over our base.
+    fn prepare_over_base(&self, batch: &Btf) -> Result<PreparedBatch, DedupError> {
         if batch.base_type_count() != self.base_types || batch.base_str_len() != self.str_start {
             return Err(DedupError::BaseMismatch);
         }
-        let p = self.preparer().prepare(batch.types(), btf_keys(batch));
-        self.load(
-            p,
-            load::Strings::Encoded {
-                str_end: batch.str_end(),
-            },
-        )
+        Ok(self.preparer().prepare(batch.types(), btf_keys(batch)))
     }
 
     /// [`Engine::load_batch`] for an encoder's batch, prepared by
