@@ -5,7 +5,9 @@
 //! by its busy time — the wall clock inside each call, summed — and by the CPU time
 //! of the calling thread inside each call (`clock_gettime`'s thread clock), which
 //! stays true on a machine short of CPUs. The run's CPU time is the process's own
-//! (user + system, from `/proc/self/stat`).
+//! (user + system, from `/proc/self/stat`). Each phase also shows the process's
+//! resident memory when it ended and its peak so far (`/proc/self/status`), which
+//! tells which part of the run sets the peak.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -28,11 +30,28 @@ const BUSY: [(Busy, &str); 3] = [
     (Busy::Dedup, "  of which: dedup"),
 ];
 
+/// One phase's figures: its name, wall time, the process's CPU time meanwhile, and
+/// the resident and peak memory when it ended.
+#[derive(Debug)]
+struct Phase {
+    name: &'static str,
+    took: Duration,
+    cpu: Option<f64>,
+    memory: Option<Memory>,
+}
+
+/// The process's resident set and its peak so far, in bytes.
+#[derive(Clone, Copy, Debug)]
+struct Memory {
+    resident: u64,
+    peak: u64,
+}
+
 /// The figures of one run.
 #[derive(Debug)]
 pub struct Timings {
     start: Instant,
-    phases: Mutex<Vec<(&'static str, Duration, Option<f64>)>>,
+    phases: Mutex<Vec<Phase>>,
     busy_ns: [AtomicU64; 3],
     cpu_ns: [AtomicU64; 3],
 }
@@ -61,10 +80,16 @@ impl Timings {
         let r = f();
         let took = t.elapsed();
         let cpu = cpu.zip(process_cpu_seconds()).map(|(a, b)| b - a);
+        let memory = process_memory();
         self.phases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((name, took, cpu));
+            .push(Phase {
+                name,
+                took,
+                cpu,
+                memory,
+            });
         r
     }
 
@@ -90,10 +115,17 @@ impl Timings {
             .phases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (name, took, cpu) in phases.iter() {
-            out += &format!("  {name:<40} {:>8.3} s wall", took.as_secs_f64());
-            if let Some(cpu) = cpu {
+        for p in phases.iter() {
+            out += &format!("  {:<40} {:>8.3} s wall", p.name, p.took.as_secs_f64());
+            if let Some(cpu) = p.cpu {
                 out += &format!(", {cpu:>7.2} s CPU");
+            }
+            if let Some(m) = p.memory {
+                out += &format!(
+                    ", RSS {:>6.1} MB (peak {:.1})",
+                    megabytes(m.resident),
+                    megabytes(m.peak)
+                );
             }
             out.push('\n');
         }
@@ -121,6 +153,27 @@ impl Timings {
 #[allow(clippy::cast_precision_loss)] // a run's nanoseconds stay far below 2^52
 fn seconds(ns: u64) -> f64 {
     ns as f64 / 1e9
+}
+
+/// Bytes as megabytes (10^6), as GNU time's figures are usually quoted.
+#[allow(clippy::cast_precision_loss)] // a process's bytes stay far below 2^52
+fn megabytes(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+/// The process's resident set and peak resident set so far (`VmRSS`, `VmHWM` of
+/// `/proc/self/status`, in kB there), or None where that file is not.
+fn process_memory() -> Option<Memory> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        let kb: u64 = line[key.len()..].split_whitespace().next()?.parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some(Memory {
+        resident: field("VmRSS:")?,
+        peak: field("VmHWM:")?,
+    })
 }
 
 /// The calling thread's CPU time so far, in nanoseconds: exact where the system
@@ -177,5 +230,24 @@ mod tests {
         }
         assert!(x > 0);
         assert!(process_cpu_seconds().is_some_and(|s| s > 0.0));
+    }
+
+    #[test]
+    fn memory_is_read_and_peak_covers_a_touched_block() {
+        let before = process_memory().expect("/proc/self/status on Linux");
+        assert!(before.resident > 0 && before.peak >= before.resident);
+        // 16 MB written page by page is resident while it is held, whatever the
+        // other tests of this process allocate or free meanwhile.
+        let block = vec![1u8; 16 << 20];
+        let during = process_memory().unwrap();
+        assert!(std::hint::black_box(&block)
+            .iter()
+            .step_by(4096)
+            .all(|&b| b == 1));
+        assert!(during.resident >= 16 << 20, "{before:?} {during:?}");
+        assert!(during.peak >= during.resident);
+        let t = Timings::new();
+        t.phase("touch", || ());
+        assert!(t.report().contains("RSS"), "{}", t.report());
     }
 }
