@@ -109,9 +109,8 @@ pub trait UnitTypeSink {
     /// Room for `n` more types of about `words` BTF words in all.
     fn reserve(&mut self, n: usize, words: usize);
     /// Takes the unit's next type; `strings` is the unit's table, which holds
-    /// every string the type names. Gives the type back if the sink kept only a
-    /// copy of it, so that the encoder reuses its vectors' room.
-    fn take(&mut self, t: Type, strings: &UnitInterner) -> Option<Type>;
+    /// every string the type names.
+    fn take(&mut self, t: Type, strings: &UnitInterner);
     /// Number of types taken, the lead slot included.
     fn count(&self) -> usize;
 }
@@ -121,9 +120,8 @@ impl UnitTypeSink for Vec<Type> {
         self.reserve_exact(n);
     }
 
-    fn take(&mut self, t: Type, _strings: &UnitInterner) -> Option<Type> {
+    fn take(&mut self, t: Type, _strings: &UnitInterner) {
         self.push(t);
-        None
     }
 
     fn count(&self) -> usize {
@@ -135,49 +133,6 @@ impl UnitTypeSink for Vec<Type> {
 pub(crate) struct Out<'s> {
     types: &'s mut dyn UnitTypeSink,
     strs: &'s mut UnitInterner,
-    spare: &'s mut SpareVecs,
-}
-
-/// The vectors of types a sink gave back ([`UnitTypeSink::take`]), emptied, for the
-/// next types: a sink that flattens each type as it comes would otherwise have
-/// every STRUCT/UNION, ENUM and FUNC_PROTO of every unit allocate and free one
-/// (about 3 million on the corpus vmlinux).
-#[derive(Default)]
-pub(crate) struct SpareVecs {
-    pub members: Vec<crate::btf::Member>,
-    pub params: Vec<crate::btf::Param>,
-    pub values: Vec<crate::btf::EnumValue>,
-    pub values64: Vec<crate::btf::Enum64Value>,
-}
-
-/// `spare`'s vector, emptied, with room for `n` (a new one if it has no room at
-/// all: a sink that keeps its types gives none back, and theirs stay exact).
-pub(crate) fn with_room<T>(spare: &mut Vec<T>, n: usize) -> Vec<T> {
-    let mut v = std::mem::take(spare);
-    if v.capacity() == 0 {
-        return Vec::with_capacity(n);
-    }
-    v.reserve(n);
-    v
-}
-
-impl SpareVecs {
-    /// Keeps `t`'s vector, emptied, where it has more room than the spare one.
-    fn keep(&mut self, t: Type) {
-        fn roomier<T>(spare: &mut Vec<T>, mut v: Vec<T>) {
-            if v.capacity() > spare.capacity() {
-                v.clear();
-                *spare = v;
-            }
-        }
-        match t.kind {
-            TypeKind::Struct(c) | TypeKind::Union(c) => roomier(&mut self.members, c.members),
-            TypeKind::FuncProto { params, .. } => roomier(&mut self.params, params),
-            TypeKind::Enum { values, .. } => roomier(&mut self.values, values),
-            TypeKind::Enum64 { values, .. } => roomier(&mut self.values64, values),
-            _ => {}
-        }
-    }
 }
 
 impl TypeSink for Out<'_> {
@@ -186,9 +141,7 @@ impl TypeSink for Out<'_> {
     }
 
     fn push(&mut self, t: Type) -> TypeId {
-        if let Some(back) = self.types.take(t, self.strs) {
-            self.spare.keep(back);
-        }
+        self.types.take(t, self.strs);
         TypeId(idx32(self.types.count() - 1))
     }
 }
@@ -230,7 +183,6 @@ pub struct Scratch {
     ids: Vec<u32>,
     strings: UnitInterner,
     funcs: candidates::FuncScratch,
-    spare: SpareVecs,
 }
 
 impl Scratch {
@@ -295,7 +247,6 @@ pub fn encode_unit_into<S: UnitTypeSink + 'static>(
     let mut out = Out {
         types: &mut types,
         strs: &mut sc.strings,
-        spare: &mut sc.spare,
     };
     let result = encode_into(cu, ctx, &mut sc.ids, &mut sc.funcs, &mut out);
     // Taken even after an error, so that the next unit starts afresh.
@@ -431,40 +382,6 @@ mod tests {
     use super::*;
     use crate::dwarf::types::{DieRef, MemberDie, RefKind, TypeDie};
     use gimli::constants::DW_ATE_signed;
-
-    /// A type given back leaves its vector, emptied, for the next type of its kind,
-    /// unless the spare one has more room; with no spare, a vector is made exact.
-    #[test]
-    fn spare_vectors_keep_the_roomier_one_emptied() {
-        let mut spare = SpareVecs::default();
-        let member = crate::btf::Member {
-            name: StrOffset::EMPTY,
-            type_id: TypeId(1),
-            offset: 0,
-        };
-        assert_eq!(with_room(&mut spare.members, 3).capacity(), 3);
-        let struct_of = |n: usize| Type {
-            name: StrOffset::EMPTY,
-            kind: TypeKind::Struct(crate::btf::Composite {
-                size: 4,
-                kflag: false,
-                members: vec![member.clone(); n],
-            }),
-        };
-        spare.keep(struct_of(8));
-        assert!(spare.members.is_empty() && spare.members.capacity() >= 8);
-        spare.keep(struct_of(2));
-        assert!(spare.members.capacity() >= 8, "the roomier vector stays");
-        let v = with_room(&mut spare.members, 5);
-        assert!(v.is_empty() && v.capacity() >= 8);
-        assert_eq!(spare.members.capacity(), 0);
-        // Other kinds leave it alone.
-        spare.keep(Type {
-            name: StrOffset::EMPTY,
-            kind: TypeKind::int(32, 0),
-        });
-        assert_eq!(spare.members.capacity(), 0);
-    }
 
     /// A hand-built unit: `typedef struct s { int a; } s_t;` plus an atomic alias
     /// and a pointer to it, an enum with a negative value and a 2×3 array.

@@ -2,8 +2,7 @@
 //! them (`btf_encoder__encode_tag` and friends).
 
 use super::{
-    low32, with_room, DeferredTag, EncodeError, Features, Out, TypeSink, UnitContext, ALIAS,
-    INDEX_TYPE,
+    low32, DeferredTag, EncodeError, Features, Out, TypeSink, UnitContext, ALIAS, INDEX_TYPE,
 };
 use crate::btf::{
     Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
@@ -113,7 +112,7 @@ pub(super) fn encode_types(
                 out.strs.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.enum64 {
                     let mut signed = false;
-                    let mut vals = with_room(&mut out.spare.values, values.len());
+                    let mut vals = Vec::with_capacity(values.len());
                     for v in values {
                         let value = if st.enum64 {
                             v.value
@@ -143,11 +142,13 @@ pub(super) fn encode_types(
                     )
                 } else {
                     let signed = enc.is_signed_base(ty);
-                    let mut vals = with_room(&mut out.spare.values64, values.len());
-                    vals.extend(values.iter().map(|v| Enum64Value {
-                        name: out.strs.intern(v.name),
-                        value: v.value as u64,
-                    }));
+                    let vals = values
+                        .iter()
+                        .map(|v| Enum64Value {
+                            name: out.strs.intern(v.name),
+                            value: v.value as u64,
+                        })
+                        .collect();
                     (
                         name,
                         TypeKind::Enum64 {
@@ -176,11 +177,13 @@ pub(super) fn encode_types(
                 params,
                 varargs,
             } => {
-                let mut ps = with_room(&mut out.spare.params, params.len() + usize::from(varargs));
-                ps.extend(params.iter().map(|p| Param {
-                    name: out.strs.intern(p.name),
-                    type_id: enc.id(p.ty),
-                }));
+                let mut ps: Vec<Param> = params
+                    .iter()
+                    .map(|p| Param {
+                        name: out.strs.intern(p.name),
+                        type_id: enc.id(p.ty),
+                    })
+                    .collect();
                 if varargs {
                     ps.push(Param {
                         name: StrOffset::EMPTY,
@@ -263,7 +266,7 @@ fn composite(
     members: &[crate::dwarf::types::MemberDie<'_>],
 ) -> Result<Composite, EncodeError> {
     let mut kflag = false;
-    let mut list = with_room(&mut out.spare.members, members.len());
+    let mut list = Vec::with_capacity(members.len());
     // pahole adds the type's name before its members' names: the string section
     // keeps that order.
     out.strs.intern(name);

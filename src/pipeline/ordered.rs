@@ -327,22 +327,12 @@ impl UnitTypeSink for Flattening {
         self.batch.reserve(n, words);
     }
 
-    fn take(&mut self, t: Type, strings: &UnitInterner) -> Option<Type> {
-        self.batch.push(&t, &|o| strings.key(o));
-        match t.kind {
-            TypeKind::Int { .. } | TypeKind::Float { .. } => {
-                let id = u32::try_from(self.batch.len() - 1).expect("a unit's types have u32 ids");
-                self.bases.push((id, t));
-                None
-            }
-            // Only these have vectors to give back.
-            TypeKind::Struct(_)
-            | TypeKind::Union(_)
-            | TypeKind::FuncProto { .. }
-            | TypeKind::Enum { .. }
-            | TypeKind::Enum64 { .. } => Some(t),
-            _ => None,
+    fn take(&mut self, t: Type, strings: &UnitInterner) {
+        if matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. }) {
+            let id = u32::try_from(self.batch.len()).expect("a unit's types have u32 ids");
+            self.bases.push((id, t.clone()));
         }
+        self.batch.push(&t, &|o| strings.key(o));
     }
 
     fn count(&self) -> usize {
