@@ -293,15 +293,6 @@ impl Engine {
         self.process(s)
     }
 
-    /// Seeds the string set with `batch`'s own strings, in their order: libbpf
-    /// skips string dedup for a BTF built from scratch (`strs_deduped`), so its
-    /// output keeps the encoder's string section as it is, unused strings included.
-    pub fn keep_strings_of(&mut self, batch: &Btf) {
-        for s in batch.strings().split(|&b| b == 0).filter(|s| !s.is_empty()) {
-            self.strs.add(s);
-        }
-    }
-
     /// The first half of [`Engine::add_batch`]: copies `batch` in (after which the
     /// caller may drop it) and returns the batch's first id for [`Engine::process`].
     pub fn load_batch(&mut self, batch: &Btf) -> Result<u32, DedupError> {

@@ -212,16 +212,38 @@ fn dedup_owned(btf: Btf, compat: Compat, keep_strings: bool) -> Result<Vec<u8>, 
 
 /// Dedups `btf` with `e`, an engine already set up for its base, freeing `btf` as
 /// soon as its types are loaded.
-fn run_owned(mut e: engine::Engine, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
+fn run_owned(e: engine::Engine, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
+    load_process_write(e, btf, keep_strings, |_| Ok(()))
+}
+
+/// Loads `btf` into `e`, frees it, lets `settle` set the engine up over the loaded
+/// batch, runs the passes and writes the result. With `keep_strings` (a BTF an
+/// encoder built, each string in its section once), the section is written as it
+/// is and its offsets need no moving: libbpf does not dedup the strings of a BTF
+/// built from scratch (a vmlinux's 110,000 strings hashed and looked up again were a
+/// third of the final pass).
+fn load_process_write(
+    mut e: engine::Engine,
+    btf: Btf,
+    keep_strings: bool,
+    settle: impl FnOnce(&mut engine::Engine) -> Result<(), DedupError>,
+) -> Result<Vec<u8>, DedupError> {
     let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
     let layout = btf.layout().map(<[_]>::to_vec);
-    if keep_strings {
-        e.keep_strings_of(&btf);
-    }
-    let s = e.load_batch(&btf)?;
-    drop(btf);
+    let (s, strings) = if keep_strings {
+        let s = e.load_encoded_batch(&btf)?;
+        (s, Some(btf.into_strings()))
+    } else {
+        let s = e.load_batch(&btf)?;
+        drop(btf);
+        (s, None)
+    };
+    settle(&mut e)?;
     e.process(s)?;
-    Ok(e.to_bytes(endian, &extra, layout.as_deref()))
+    Ok(match strings {
+        Some(strs) => e.to_bytes_with_strings(endian, &extra, layout.as_deref(), &strs),
+        None => e.to_bytes(endian, &extra, layout.as_deref()),
+    })
 }
 
 /// A dedup with its base already indexed, for many split BTFs over one base (batch
@@ -422,25 +444,9 @@ impl FinalPass {
 
     fn owned(&self, btf: Btf, keep_strings: bool) -> Result<Vec<u8>, DedupError> {
         self.check_base(&btf)?;
-        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
-        let layout = btf.layout().map(<[_]>::to_vec);
-        let mut e = engine::Engine::new(btf.base().map(|b| &**b), self.compat, false)?;
-        // The encoder's section as it is, as the batches kept it: its offsets need
-        // no moving (a vmlinux's 110,000 strings hashed and looked up again were a
-        // third of this pass).
-        let (s, strings) = if keep_strings {
-            let s = e.load_encoded_batch(&btf)?;
-            (s, Some(btf.into_strings()))
-        } else {
-            let s = e.load_batch(&btf)?;
-            drop(btf);
-            (s, None)
-        };
-        e.set_settled(self.kept, &self.base_resolved)?;
-        e.process(s)?;
-        Ok(match strings {
-            Some(strs) => e.to_bytes_with_strings(endian, &extra, layout.as_deref(), &strs),
-            None => e.to_bytes(endian, &extra, layout.as_deref()),
+        let e = engine::Engine::new(btf.base().map(|b| &**b), self.compat, false)?;
+        load_process_write(e, btf, keep_strings, |e| {
+            e.set_settled(self.kept, &self.base_resolved)
         })
     }
 

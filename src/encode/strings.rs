@@ -7,7 +7,7 @@
 //! ([`StrIndex::merge`]) appends the names not seen before in exactly the order one
 //! encoder interning every name of every unit in turn would, which is the order of
 //! pahole's string section (the output keeps it as it is: see `dedup::Engine::
-//! keep_strings_of`).
+//! load_encoded_batch`).
 
 use crate::btf::{Btf, StrOffset};
 use crate::dwarf::types::Name;
