@@ -86,7 +86,7 @@ fn len_word(v: usize) -> u32 {
 
 /// The low and high words of an ENUM64 value, as the record holds them.
 #[allow(clippy::cast_possible_truncation)] // the two halves, on purpose
-fn halves(v: u64) -> (u32, u32) {
+pub(crate) fn halves(v: u64) -> (u32, u32) {
     (v as u32, (v >> 32) as u32)
 }
 

@@ -84,8 +84,11 @@ impl Preparer {
             by: Some(*self),
             words: Vec::with_capacity(INT_WORDS + words),
             ends: Vec::with_capacity(n),
-            refs: Vec::with_capacity(2 * n),
-            strs: Vec::with_capacity(2 * n),
+            // A member or parameter is three or two words and has an id and a
+            // name; most records are structs (growing these vectors by doubling
+            // was a twentieth of a run's writes to memory not in the cache).
+            refs: Vec::with_capacity(words / 3 + n),
+            strs: Vec::with_capacity(words / 3 + n),
             passes: Passes::for_types(n),
             unmerged: Vec::new(),
         };
@@ -114,21 +117,8 @@ impl LocalBatch {
         let i = pos32(self.ends.len());
         let b = self;
         let start = b.words.len();
-        push_type(&mut b.words, t);
-        let r = &b.words[start..];
-        let info = r[1];
-        // Positions ascend within a record: its strings and ids are noted apart.
-        for_each_str_pos(info, |p| {
-            if r[p] != 0 {
-                b.strs.push(pos32(start + p));
-            }
-        });
-        for_each_ref_pos(info, |p| {
-            if r[p] != 0 {
-                b.refs.push(pos32(start + p));
-            }
-        });
-        let rec = Rec::new(r);
+        push_type_noted(&mut b.words, &mut b.strs, &mut b.refs, t);
+        let rec = Rec::new(&b.words[start..]);
         if let Some(h) = hash::prim_hash(rec, keys) {
             b.passes.prims.push((i, h));
         } else if let Some(h) = hash::struct_hash(rec, compat, keys) {
