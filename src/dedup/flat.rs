@@ -93,8 +93,9 @@ impl Noted<'_> {
 /// [`push_type`], noting as it goes the positions in `w` of the words that hold a
 /// string other than the empty one (in `strs`) and an id other than void (in
 /// `refs`), each in ascending order: the positions [`for_each_str_pos`] and
-/// [`for_each_ref_pos`] give, without a second pass over the record (the two
-/// passes and the word-by-word pushes were a tenth of a worker's instructions).
+/// [`for_each_ref_pos`] give, without walking the record again (flattening with
+/// those two walks after it was 9% of a run's instructions on the corpus vmlinux;
+/// one pass takes the run to 0.985× of them).
 #[inline]
 pub fn push_type_noted(w: &mut Vec<u32>, strs: &mut Vec<u32>, refs: &mut Vec<u32>, t: &Type) {
     use crate::btf::TypeKind as T;
