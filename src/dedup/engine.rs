@@ -54,6 +54,9 @@ pub struct Engine {
     /// Hypothetical canonical → candidate mapping of one equivalence check.
     hypot: Vec<u32>,
     hypot_list: Vec<u32>,
+    /// The entries of `hypot_list` that [`Engine::merge_hypot`] may act on: those
+    /// whose step met a FWD, STRUCT or UNION on either side.
+    merge_list: Vec<u32>,
     /// The last equivalence check would need a fixed FWD resolved.
     adjust_canon: bool,
     table: CandTable,
@@ -135,6 +138,7 @@ impl Engine {
             map: vec![0],
             hypot: vec![UNPROCESSED],
             hypot_list: Vec::new(),
+            merge_list: Vec::new(),
             adjust_canon: false,
             table: CandTable::default(),
             batch_keys: incremental.then(Vec::new),

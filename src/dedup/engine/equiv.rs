@@ -8,6 +8,16 @@ use super::hash::*;
 use super::{invalid, Engine, MAX_ID, UNPROCESSED};
 use crate::dedup::{Compat, DedupError, FxHashMap};
 
+/// Whether a step whose side has kind `k` may leave [`Engine::merge_hypot`]
+/// something to do. What it acts on is a FWD, STRUCT or UNION once both sides are
+/// resolved, and resolving keeps a type's kind but a FWD's (which may become a
+/// STRUCT or UNION): a pair of other kinds stays such a pair, whatever the merge
+/// maps before it, so it is not listed.
+#[inline]
+fn may_merge(k: u32) -> bool {
+    matches!(k, K_FWD | K_STRUCT | K_UNION)
+}
+
 /// How deep libbpf looks for structurally identical types inside one CU.
 const IDENTICAL_DEPTH: i32 = 16;
 
@@ -105,6 +115,7 @@ impl Engine {
             self.hypot[x as usize] = UNPROCESSED;
         }
         self.hypot_list.clear();
+        self.merge_list.clear();
         self.adjust_canon = false;
     }
 
@@ -156,8 +167,11 @@ impl Engine {
         self.hypot_list.push(canon);
         self.hypot[canon as usize] = cand;
 
+        let (ck, nk) = (self.kind(cand), self.kind(canon));
+        if may_merge(ck) || may_merge(nk) {
+            self.merge_list.push(canon);
+        }
         let (ct, nt) = (self.rec(cand), self.rec(canon));
-        let (ck, nk) = (ct.kind(), nt.kind());
         if ct.name() != nt.name() {
             return Ok(false);
         }
@@ -308,8 +322,8 @@ impl Engine {
     /// Records what a successful equivalence check established (libbpf's
     /// `btf_dedup_merge_hypot_map`): FWDs resolved, and structs mapped early.
     fn merge_hypot(&mut self) {
-        for i in 0..self.hypot_list.len() {
-            let canon = self.hypot_list[i];
+        for i in 0..self.merge_list.len() {
+            let canon = self.merge_list[i];
             let targ = self.hypot[canon as usize];
             let t = self.resolve(targ);
             let c = self.resolve(canon);
