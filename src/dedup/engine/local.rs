@@ -84,9 +84,9 @@ impl Preparer {
             by: Some(*self),
             words: Vec::with_capacity(INT_WORDS + words),
             ends: Vec::with_capacity(n),
-            // A member or parameter is three or two words and has an id and a
-            // name; most records are structs (growing these vectors by doubling
-            // was a twentieth of a run's writes to memory not in the cache).
+            // An estimate, not a bound: a member is three words with a name and an
+            // id, and most records are structs (an enum or prototype with many
+            // entries may still grow them).
             refs: Vec::with_capacity(words / 3 + n),
             strs: Vec::with_capacity(words / 3 + n),
             passes: Passes::for_types(n),
