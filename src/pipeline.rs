@@ -386,7 +386,9 @@ fn encode_units(
                 Ok(s) => &s.ctx,
                 Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
-            let mut sc = lock(&scratch).pop().unwrap_or_default();
+            let mut sc = lock(&scratch)
+                .pop()
+                .unwrap_or_else(|| Scratch::for_workers(workers));
             let cu = unit.borrow_dependent();
             // With a dedup, the types are flattened for it as they are encoded.
             let encoded = match &preparer {

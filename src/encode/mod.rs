@@ -186,6 +186,15 @@ pub struct Scratch {
 }
 
 impl Scratch {
+    /// A worker's buffers when `workers` run at once (see
+    /// [`UnitInterner::for_workers`]).
+    pub fn for_workers(workers: usize) -> Scratch {
+        Scratch {
+            strings: UnitInterner::for_workers(workers),
+            ..Scratch::default()
+        }
+    }
+
     /// Finds the strings of `unit` (encoded with this scratch) that earlier units
     /// gave the run, in the run's address cache: see [`UnitInterner::learn_known`].
     pub fn learn_known<S>(&mut self, unit: &mut EncodedUnit<S>, cache: &strings::AddrCache) {

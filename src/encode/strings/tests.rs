@@ -307,3 +307,42 @@ fn name_cache_sets_hold_two_names() {
     assert_eq!(second.known, [offs[1].0, offs[0].0]);
     assert!(second.unknown.is_empty(), "no bytes kept");
 }
+
+/// With several workers each name cache is half of a lone worker's, and what a
+/// unit's references name does not depend on the cache's size: a name whose slot
+/// was taken may get a second entry in the smaller cache (which the merge maps to
+/// the same offset), but every reference names the same bytes with the same hash.
+#[test]
+fn several_workers_halve_the_name_cache_not_the_names() {
+    let one = UnitInterner::for_workers(1);
+    let two = UnitInterner::for_workers(2);
+    assert_eq!(one.recent.len(), 1 << (UNIT_RECENT_BITS - 1));
+    assert_eq!(two.recent.len(), 1 << (UNIT_RECENT_BITS_SHARED - 1));
+    assert_eq!(one.recent.len(), 2 * two.recent.len());
+    let sec: Vec<u8> = (0..40_000)
+        .flat_map(|i| format!("n{i:05}\0\0\0").into_bytes())
+        .collect();
+    let at = |i: usize| Name::new(&sec[i * 9..]);
+    let named = |mut u: UnitInterner| {
+        let mut out = Vec::new();
+        let mut entries = 0;
+        // Three units over 40,000 names (more than either cache holds), some met
+        // twice in a unit, and half of each unit's names met again in the next.
+        for unit in 0..3usize {
+            let first = unit * 10_000;
+            let names: Vec<usize> = (first..first + 20_000).chain(first..first + 50).collect();
+            let refs: Vec<StrOffset> = names.iter().map(|&i| u.intern(at(i))).collect();
+            let t = u.take();
+            entries += t.len();
+            for r in refs {
+                let k = r.0 as usize - 1;
+                out.push((t.bytes(k).to_vec(), t.hash(k)));
+            }
+        }
+        (out, entries)
+    };
+    let (big, big_entries) = named(one);
+    let (small, small_entries) = named(two);
+    assert!(big == small, "the same names, whatever the cache's size");
+    assert!(small_entries >= big_entries);
+}
