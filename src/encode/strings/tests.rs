@@ -344,5 +344,10 @@ fn several_workers_halve_the_name_cache_not_the_names() {
     let (big, big_entries) = named(one);
     let (small, small_entries) = named(two);
     assert!(big == small, "the same names, whatever the cache's size");
-    assert!(small_entries >= big_entries);
+    // The smaller cache did lose names it had met (60,091 entries against 60,000
+    // now), so the equality above is not that of two runs with nothing evicted.
+    assert!(
+        small_entries > big_entries,
+        "{small_entries} vs {big_entries}"
+    );
 }
