@@ -109,8 +109,9 @@ pub trait UnitTypeSink {
     /// Room for `n` more types of about `words` BTF words in all.
     fn reserve(&mut self, n: usize, words: usize);
     /// Takes the unit's next type; `strings` is the unit's table, which holds
-    /// every string the type names.
-    fn take(&mut self, t: Type, strings: &UnitInterner);
+    /// every string the type names. By reference: the encoder reuses the type's
+    /// lists for its next type.
+    fn take(&mut self, t: &Type, strings: &UnitInterner);
     /// Number of types taken, the lead slot included.
     fn count(&self) -> usize;
 }
@@ -120,8 +121,8 @@ impl UnitTypeSink for Vec<Type> {
         self.reserve_exact(n);
     }
 
-    fn take(&mut self, t: Type, _strings: &UnitInterner) {
-        self.push(t);
+    fn take(&mut self, t: &Type, _strings: &UnitInterner) {
+        self.push(t.clone());
     }
 
     fn count(&self) -> usize {
@@ -141,6 +142,13 @@ impl TypeSink for Out<'_> {
     }
 
     fn push(&mut self, t: Type) -> TypeId {
+        self.push_ref(&t)
+    }
+}
+
+impl Out<'_> {
+    /// [`TypeSink::push`] that leaves the type with the caller.
+    fn push_ref(&mut self, t: &Type) -> TypeId {
         self.types.take(t, self.strs);
         TypeId(idx32(self.types.count() - 1))
     }

@@ -1,9 +1,7 @@
 //! One unit's type DIEs to BTF types, with unit-local ids, as pahole v1.31 converts
 //! them (`btf_encoder__encode_tag` and friends).
 
-use super::{
-    low32, DeferredTag, EncodeError, Features, Out, TypeSink, UnitContext, ALIAS, INDEX_TYPE,
-};
+use super::{low32, DeferredTag, EncodeError, Features, Out, UnitContext, ALIAS, INDEX_TYPE};
 use crate::btf::{
     Composite, Enum64Value, EnumValue, Member, Param, StrOffset, Type, TypeId, TypeKind,
 };
@@ -50,6 +48,7 @@ pub(super) fn encode_types(
         .position(|t| matches!(t, TypeDie::Base { name, .. } if name.is(b"int")))
         .map(|i| TypeId(ids[i]));
     let mut arrays = false;
+    let mut lists = Lists::default();
     for i in cu.emission_order() {
         let t = &cu.types[i];
         if ids[i] == ALIAS {
@@ -90,7 +89,8 @@ pub(super) fn encode_types(
                 if declaration {
                     (name, TypeKind::Fwd { union: is_union })
                 } else {
-                    let c = composite(&enc, ctx, out, name, size, members)?;
+                    let list = std::mem::take(&mut lists.members);
+                    let c = composite(&enc, ctx, out, name, size, members, list)?;
                     (
                         name,
                         if is_union {
@@ -112,7 +112,8 @@ pub(super) fn encode_types(
                 out.strs.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.enum64 {
                     let mut signed = false;
-                    let mut vals = Vec::with_capacity(values.len());
+                    let mut vals = std::mem::take(&mut lists.values);
+                    vals.reserve(values.len());
                     for v in values {
                         let value = if st.enum64 {
                             v.value
@@ -142,13 +143,11 @@ pub(super) fn encode_types(
                     )
                 } else {
                     let signed = enc.is_signed_base(ty);
-                    let vals = values
-                        .iter()
-                        .map(|v| Enum64Value {
-                            name: out.strs.intern(v.name),
-                            value: v.value as u64,
-                        })
-                        .collect();
+                    let mut vals = std::mem::take(&mut lists.values64);
+                    vals.extend(values.iter().map(|v| Enum64Value {
+                        name: out.strs.intern(v.name),
+                        value: v.value as u64,
+                    }));
                     (
                         name,
                         TypeKind::Enum64 {
@@ -177,13 +176,11 @@ pub(super) fn encode_types(
                 params,
                 varargs,
             } => {
-                let mut ps: Vec<Param> = params
-                    .iter()
-                    .map(|p| Param {
-                        name: out.strs.intern(p.name),
-                        type_id: enc.id(p.ty),
-                    })
-                    .collect();
+                let mut ps = std::mem::take(&mut lists.params);
+                ps.extend(params.iter().map(|p| Param {
+                    name: out.strs.intern(p.name),
+                    type_id: enc.id(p.ty),
+                }));
                 if varargs {
                     ps.push(Param {
                         name: StrOffset::EMPTY,
@@ -207,8 +204,10 @@ pub(super) fn encode_types(
             )));
         }
         let name = out.strs.intern(name);
-        let id = out.push(Type { name, kind });
+        let t = Type { name, kind };
+        let id = out.push_ref(&t);
         debug_assert_eq!(id.0, ids[i]);
+        lists.recycle(t.kind);
     }
     let index = IndexUse {
         own_int,
@@ -252,6 +251,33 @@ fn words_hint(cu: &CuTypes<'_>) -> usize {
     types + 4 * cu.decl_tags.len()
 }
 
+/// The lists of the type being made, kept from one type to the next: the sink
+/// copies a type as it takes it, and a unit has thousands of structs.
+#[derive(Default)]
+struct Lists {
+    members: Vec<Member>,
+    values: Vec<EnumValue>,
+    values64: Vec<Enum64Value>,
+    params: Vec<Param>,
+}
+
+impl Lists {
+    /// Takes back, emptied, the list of a type the sink has taken.
+    fn recycle(&mut self, kind: TypeKind) {
+        match kind {
+            TypeKind::Struct(c) | TypeKind::Union(c) => self.members = c.members,
+            TypeKind::Enum { values, .. } => self.values = values,
+            TypeKind::Enum64 { values, .. } => self.values64 = values,
+            TypeKind::FuncProto { params, .. } => self.params = params,
+            _ => return,
+        }
+        self.members.clear();
+        self.values.clear();
+        self.values64.clear();
+        self.params.clear();
+    }
+}
+
 fn too_many() -> EncodeError {
     EncodeError("more than 2^32 types in one unit".into())
 }
@@ -264,9 +290,10 @@ fn composite(
     name: Name<'_>,
     size: u32,
     members: &[crate::dwarf::types::MemberDie<'_>],
+    mut list: Vec<Member>,
 ) -> Result<Composite, EncodeError> {
     let mut kflag = false;
-    let mut list = Vec::with_capacity(members.len());
+    list.reserve(members.len());
     // pahole adds the type's name before its members' names: the string section
     // keeps that order.
     out.strs.intern(name);

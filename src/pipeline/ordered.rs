@@ -327,12 +327,12 @@ impl UnitTypeSink for Flattening {
         self.batch.reserve(n, words);
     }
 
-    fn take(&mut self, t: Type, strings: &UnitInterner) {
+    fn take(&mut self, t: &Type, strings: &UnitInterner) {
         if matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. }) {
             let id = u32::try_from(self.batch.len()).expect("a unit's types have u32 ids");
             self.bases.push((id, t.clone()));
         }
-        self.batch.push(&t, &|o| strings.key(o));
+        self.batch.push(t, &|o| strings.key(o));
     }
 
     fn count(&self) -> usize {
