@@ -604,3 +604,78 @@ fn random_graphs_equal_libbpf() {
     eprintln!("{cases} random cases ({split_cases} split) equal libbpf; {upstream_checked} also in Upstream mode");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A base that is not deduplicated may hold two equal anonymous PTRs (and CONSTs)
+/// to one type. Which of them a split type's equal PTR becomes is then libbpf's
+/// candidate order (the engine's index of the one anonymous PTR or CONST to a
+/// type must step aside), in either rule set.
+#[test]
+fn duplicate_anonymous_pointers_in_a_base_follow_libbpf() {
+    if !have_libbpf() {
+        return;
+    }
+    let dir = scratch("dup-anon");
+    let mut base = Btf::new(None);
+    let int_name = base.push_str(b"int");
+    let s_name = base.push_str(b"s");
+    let m_name = base.push_str(b"m");
+    let int = base.push_type(Type {
+        name: int_name,
+        kind: TypeKind::int(32, 1),
+    });
+    for _ in 0..2 {
+        base.push_type(Type {
+            name: StrOffset::EMPTY,
+            kind: TypeKind::Ptr(int),
+        });
+        base.push_type(Type {
+            name: StrOffset::EMPTY,
+            kind: TypeKind::Const(int),
+        });
+    }
+    let base_path = dir.join("base.btf");
+    write(&base, &base_path);
+    let base = Arc::new(base);
+    let mut split = Btf::new(Some(Arc::clone(&base)));
+    let int2 = split.push_type(Type {
+        name: int_name,
+        kind: TypeKind::int(32, 1),
+    });
+    let ptr = split.push_type(Type {
+        name: StrOffset::EMPTY,
+        kind: TypeKind::Ptr(int2),
+    });
+    let cst = split.push_type(Type {
+        name: StrOffset::EMPTY,
+        kind: TypeKind::Const(int2),
+    });
+    // A pointer to the CONST: its target is one of the base's two CONSTs, each
+    // with no PTR to it yet.
+    let ptr_cst = split.push_type(Type {
+        name: StrOffset::EMPTY,
+        kind: TypeKind::Ptr(cst),
+    });
+    split.push_type(Type {
+        name: s_name,
+        kind: TypeKind::Struct(Composite {
+            size: 24,
+            kflag: false,
+            members: [ptr, cst, ptr_cst]
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| Member {
+                    name: m_name,
+                    type_id: t,
+                    offset: 64 * i as u32,
+                })
+                .collect(),
+        }),
+    });
+    let path = dir.join("split.btf");
+    write(&split, &path);
+    let want = libbpf_dedup(&path, Some(&base_path), &dir.join("out.btf"));
+    for compat in [Compat::Libbpf1_1, Compat::Upstream] {
+        let got = dwarf2btf::btf::write::to_bytes(&dedup_with(&split, compat).expect("dedup"));
+        assert!(got == want, "{compat:?}: {}", first_diff(&got, &want));
+    }
+}

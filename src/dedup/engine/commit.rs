@@ -85,6 +85,8 @@ impl Engine {
         self.map.extend(s..next);
         self.hypot.truncate(s as usize);
         self.hypot.resize(next as usize, UNPROCESSED);
+        self.anon.truncate(s as usize);
+        self.anon.resize(next as usize, [0; 2]);
         self.first = next;
         if let Some(mut keys) = self.batch_keys.take() {
             keys.sort_unstable();
@@ -93,6 +95,13 @@ impl Engine {
                 self.table.remove_from(k, s);
             }
             self.table.drop_batch_nodes(s);
+            // What the batch's provisional entries did to the earlier ids' `anon`
+            // is counted again, before the kept types are added.
+            for slot in std::mem::take(&mut self.anon_touched) {
+                if slot.0 < s {
+                    self.anon_recount(slot);
+                }
+            }
             keys.clear();
             self.batch_keys = Some(keys);
             // The prim and struct kinds keep the hash their pass gave them (their

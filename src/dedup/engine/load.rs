@@ -269,6 +269,7 @@ impl Engine {
             self.map[(s + i) as usize] = s + i;
         }
         self.hypot.resize((s + n) as usize, UNPROCESSED);
+        self.anon.resize((s + n) as usize, [0; 2]);
         self.passes = p.passes;
         Ok(s)
     }

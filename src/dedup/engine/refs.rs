@@ -94,6 +94,21 @@ impl Engine {
     /// All of `id`'s references are canonical: find its equal or make it canonical.
     fn ref_finish(&mut self, id: u32) -> u32 {
         let t = self.rec(id);
+        if let Some((x, slot)) = super::anon_slot(t) {
+            let e = self.anon[x as usize][slot];
+            if e != super::MANY_REFS {
+                // None or one candidate passes: the table need not be walked.
+                if e != 0 {
+                    self.map[id as usize] = e;
+                    return e;
+                }
+                let h = ref_hash(t);
+                self.map[id as usize] = id;
+                self.table_add(h, id);
+                return id;
+            }
+        }
+        let t = self.rec(id);
         let k = t.kind();
         let h = ref_hash(t);
         let mut new = id;
