@@ -473,10 +473,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let mut cursor = Cur::new(data, enc.little);
         let mut depth: isize = 0;
         while !cursor.is_empty() {
-            // Below the unit's end, checked to fit u32 (parse_cu_at).
-            #[allow(clippy::cast_possible_truncation)]
-            let off = self.base + cursor.pos() as u32;
-            self.die = off;
+            let off = self.mark_die(&cursor);
             let code = cursor.uleb()?;
             if code == 0 {
                 depth -= 1;
@@ -600,6 +597,17 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
 }
 
 impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
+    /// Notes the DIE at `cursor` as the one being read (for errors), and returns its
+    /// offset.
+    #[inline]
+    fn mark_die(&mut self, cursor: &Cur<'i>) -> u32 {
+        // Below the unit's end, checked to fit u32 (parse_cu_at).
+        #[allow(clippy::cast_possible_truncation)]
+        let off = self.base + cursor.pos() as u32;
+        self.die = off;
+        off
+    }
+
     /// Skips the children of an unwanted DIE at `depth` (one below the unit's DIE or
     /// deeper: a function's local variables, lexical blocks, inlined calls) and
     /// returns the depth the walk goes on at. Below such a DIE only type DIEs are
@@ -614,10 +622,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
         let mut d = depth + 1;
         while !cursor.is_empty() {
             let at = *cursor;
-            // Below the unit's end, checked to fit u32 (parse_cu_at).
-            #[allow(clippy::cast_possible_truncation)]
-            let off = self.base + cursor.pos() as u32;
-            self.die = off;
+            self.mark_die(cursor);
             let code = cursor.uleb()?;
             if code == 0 {
                 d -= 1;
