@@ -661,12 +661,12 @@ fn duplicate_anonymous_pointers_in_a_base_follow_libbpf() {
             size: 24,
             kflag: false,
             members: [ptr, cst, ptr_cst]
-                .iter()
-                .enumerate()
-                .map(|(i, &t)| Member {
+                .into_iter()
+                .zip(0u32..)
+                .map(|(t, i)| Member {
                     name: m_name,
                     type_id: t,
-                    offset: 64 * i as u32,
+                    offset: 64 * i,
                 })
                 .collect(),
         }),
