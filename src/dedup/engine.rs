@@ -279,23 +279,22 @@ impl Engine {
 
     fn table_add(&mut self, h: u64, id: u32) {
         self.table.add(h, id);
+        let slot = self.anon_add(id);
         if let Some(keys) = &mut self.batch_keys {
             keys.push(h);
-            if let Some(slot) = anon_slot(self.rec(id)) {
-                self.anon_touched.push(slot);
-            }
+            self.anon_touched.extend(slot);
         }
-        self.anon_add(id);
     }
 
-    /// Counts `id`, just added to the table, in [`Engine::anon`].
+    /// Counts `id`, just added to the table, in [`Engine::anon`]; returns its slot
+    /// there, if it has one.
     #[inline]
-    fn anon_add(&mut self, id: u32) {
-        if let Some((x, k)) = anon_slot(self.rec(id)) {
-            if let Some(e) = self.anon.get_mut(x as usize) {
-                e[k] = if e[k] == 0 { id } else { MANY_REFS };
-            }
+    fn anon_add(&mut self, id: u32) -> Option<(u32, usize)> {
+        let (x, k) = anon_slot(self.rec(id))?;
+        if let Some(e) = self.anon.get_mut(x as usize) {
+            e[k] = if e[k] == 0 { id } else { MANY_REFS };
         }
+        Some((x, k))
     }
 
     /// Counts again the table's entries of the anonymous PTR or CONST `slot` of

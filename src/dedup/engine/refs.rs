@@ -94,24 +94,25 @@ impl Engine {
     /// All of `id`'s references are canonical: find its equal or make it canonical.
     fn ref_finish(&mut self, id: u32) -> u32 {
         let t = self.rec(id);
-        if let Some((x, slot)) = super::anon_slot(t) {
-            let e = self.anon[x as usize][slot];
-            if e != super::MANY_REFS {
-                // None or one candidate passes: the table need not be walked.
-                if e != 0 {
-                    self.map[id as usize] = e;
-                    return e;
-                }
-                let h = ref_hash(t);
-                self.map[id as usize] = id;
-                self.table_add(h, id);
-                return id;
-            }
-        }
-        let t = self.rec(id);
-        let k = t.kind();
         let h = ref_hash(t);
-        let mut new = id;
+        let known = super::anon_slot(t).map(|(x, slot)| self.anon[x as usize][slot]);
+        let new = match known {
+            // None or one candidate passes: the table need not be walked.
+            Some(0) => id,
+            Some(e) if e != super::MANY_REFS => e,
+            _ => self.first_equal(id, h),
+        };
+        self.map[id as usize] = new;
+        if new == id {
+            self.table_add(h, id);
+        }
+        new
+    }
+
+    /// The first candidate under `h`, in libbpf's order, that `id`'s reference-pass
+    /// check accepts; `id` itself if none does.
+    fn first_equal(&mut self, id: u32, h: u64) -> u32 {
+        let k = self.kind(id);
         let mut node = self.table.first(h);
         while let Some((c, next)) = self.table.next(node) {
             node = next;
@@ -123,15 +124,10 @@ impl Engine {
                 _ => equal_common(t, cr),
             };
             if eq {
-                new = c;
-                break;
+                return c;
             }
         }
-        self.map[id as usize] = new;
-        if new == id {
-            self.table_add(h, id);
-        }
-        new
+        id
     }
 }
 
