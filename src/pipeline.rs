@@ -371,7 +371,13 @@ fn encode_units(
     // The symbol tables, read by the first worker that needs them (the others wait):
     // every unit's functions and variables are selected against them.
     let shared: OnceLock<Result<Shared, ElfError>> = OnceLock::new();
-    let shared_init = || shared.get_or_init(|| new_shared(input, &opts.features, little, merged));
+    let shared_init = || {
+        shared.get_or_init(|| {
+            busy(t, Busy::Symbols, || {
+                new_shared(input, &opts.features, little, merged)
+            })
+        })
+    };
     // The incremental dedup's batches are prepared on the workers; once the array
     // index type is known, whole but for the strings new to the run.
     let preparer = sink.as_ref().map(Incremental::preparer);

@@ -18,14 +18,17 @@ use std::time::{Duration, Instant};
 pub enum Busy {
     /// Parsing and encoding units, on the workers.
     Parse,
+    /// Reading the symbol tables (part of `Parse`: the first worker to need them).
+    Symbols,
     /// Merging units in order (strings, dedup, records), on the token holder.
     Encode,
     /// The dedup of units in order (part of `Encode`).
     Dedup,
 }
 
-const BUSY: [(Busy, &str); 3] = [
+const BUSY: [(Busy, &str); 4] = [
     (Busy::Parse, "parse + encode units (workers, summed)"),
+    (Busy::Symbols, "  of which: read the symbol tables"),
     (Busy::Encode, "merge units in order (token holder)"),
     (Busy::Dedup, "  of which: dedup"),
 ];
@@ -52,8 +55,8 @@ struct Memory {
 pub struct Timings {
     start: Instant,
     phases: Mutex<Vec<Phase>>,
-    busy_ns: [AtomicU64; 3],
-    cpu_ns: [AtomicU64; 3],
+    busy_ns: [AtomicU64; 4],
+    cpu_ns: [AtomicU64; 4],
 }
 
 impl Default for Timings {
