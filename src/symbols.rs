@@ -139,6 +139,13 @@ pub struct FunctionTable {
 }
 
 impl FunctionTable {
+    /// Reads the `STT_FUNC` symbols of `elf` into a table.
+    pub fn from_elf(elf: &ElfFile<'_>) -> Result<FunctionTable, ElfError> {
+        Ok(FunctionTable::from_syms(
+            with_elf!(elf, f => function_symbols(f))?,
+        ))
+    }
+
     /// Builds the table from the `STT_FUNC` symbols, given in `.symtab` order.
     pub fn from_syms(syms: impl IntoIterator<Item = FuncSym>) -> FunctionTable {
         // In place for a vector (an `Option` of a symbol takes no more room): the
@@ -327,6 +334,38 @@ pub struct ElfSymbols {
     objects: Vec<ObjectSym>,
 }
 
+/// [`ElfSymbols`] but for the function table: the other half of the reading, which
+/// a second thread can do meanwhile ([`FunctionTable::from_elf`]).
+#[derive(Clone, Debug, Default)]
+pub struct SymbolsRest {
+    e_type: u16,
+    machine: u16,
+    little_endian: bool,
+    is_64: bool,
+    sections: Vec<SectionInfo>,
+    objects: Vec<ObjectSym>,
+}
+
+impl SymbolsRest {
+    /// Reads the section headers and the `STT_OBJECT` symbols of `elf`.
+    pub fn from_elf(elf: &ElfFile<'_>) -> Result<SymbolsRest, ElfError> {
+        with_elf!(elf, f => rest_from_tables(f))
+    }
+
+    /// The whole tables, with the function table read apart.
+    pub fn with_functions(self, functions: FunctionTable) -> ElfSymbols {
+        ElfSymbols {
+            e_type: self.e_type,
+            machine: self.machine,
+            little_endian: self.little_endian,
+            is_64: self.is_64,
+            functions,
+            sections: self.sections,
+            objects: self.objects,
+        }
+    }
+}
+
 impl ElfSymbols {
     /// Reads the symbol table and section headers of the ELF file `data`, which was
     /// read from `path` (named in errors). An opened input has them from its one
@@ -337,7 +376,8 @@ impl ElfSymbols {
 
     /// The symbol table and section headers of the parsed ELF file `elf`.
     pub fn from_elf(elf: &ElfFile<'_>) -> Result<ElfSymbols, ElfError> {
-        with_elf!(elf, f => from_tables(f))
+        let functions = FunctionTable::from_elf(elf)?;
+        Ok(SymbolsRest::from_elf(elf)?.with_functions(functions))
     }
 
     /// Whether this is a relocatable object (a kernel module).
@@ -385,10 +425,10 @@ impl ElfSymbols {
     }
 }
 
-/// Reads the tables of one ELF class.
-fn from_tables<Elf: FileHeader<Endian = Endianness>>(
+/// The section headers and object symbols of one ELF class: [`SymbolsRest`].
+fn rest_from_tables<Elf: FileHeader<Endian = Endianness>>(
     f: &object::read::elf::ElfFile<'_, Elf>,
-) -> Result<ElfSymbols, ElfError> {
+) -> Result<SymbolsRest, ElfError> {
     let bad = |what, err| ElfError::Parse { what, err };
     let (header, endian) = (f.elf_header(), f.endian());
     let e_type = header.e_type(endian);
@@ -417,17 +457,77 @@ fn from_tables<Elf: FileHeader<Endian = Endianness>>(
     if e_type == elf::ET_REL {
         dwfl_rel_layout(&mut infos);
     }
+    let mut objects = Vec::new();
+    scan_symbols(f, elf::STT_OBJECT, &mut objects, |s| {
+        s.section.map(|section| ObjectSym {
+            name: s.name,
+            section,
+            value: s.value,
+            size: s.size,
+            bind: s.bind,
+        })
+    })?;
+    Ok(SymbolsRest {
+        e_type,
+        machine: header.e_machine(endian),
+        little_endian: endian == Endianness::Little,
+        is_64: header.is_type_64(),
+        sections: infos,
+        objects: sort_objects(objects),
+    })
+}
 
+/// The `STT_FUNC` symbols of one ELF class, in `.symtab` order.
+fn function_symbols<Elf: FileHeader<Endian = Endianness>>(
+    f: &object::read::elf::ElfFile<'_, Elf>,
+) -> Result<Vec<FuncSym>, ElfError> {
+    let mut funcs = Vec::new();
+    // pahole skips only symbols whose name it cannot read; an empty name is kept
+    // (it never matches a DWARF name).
+    scan_symbols(f, elf::STT_FUNC, &mut funcs, |s| {
+        Some(FuncSym {
+            name: s.name,
+            addr: s.value,
+            size: s.size,
+            section: s.section,
+            bind: s.bind,
+        })
+    })?;
+    Ok(funcs)
+}
+
+/// A symbol as [`scan_symbols`] reads it.
+struct RawSym {
+    name: Box<str>,
+    section: Option<u32>,
+    value: u64,
+    size: u64,
+    bind: u8,
+}
+
+/// Appends to `out` what `keep` makes of each symbol of type `st_type`, in `.symtab`
+/// order.
+fn scan_symbols<Elf: FileHeader<Endian = Endianness>, T>(
+    f: &object::read::elf::ElfFile<'_, Elf>,
+    st_type: u8,
+    out: &mut Vec<T>,
+    keep: impl Fn(RawSym) -> Option<T>,
+) -> Result<(), ElfError> {
+    let bad = |what, err| ElfError::Parse { what, err };
+    let endian = f.endian();
+    let symtab = f.elf_symbol_table();
     // Counted first: a vmlinux has 100,000 functions, and a vector grown by
     // doubling copies itself into fresh pages each time, which with the table's
     // other vectors cost a sixth of the time it took to read (54 ms then, 44 ms now).
-    let symtab = f.elf_symbol_table();
-    let count = |t| symtab.symbols().iter().filter(|s| s.st_type() == t).count();
-    let mut funcs = Vec::with_capacity(count(elf::STT_FUNC));
-    let mut objects = Vec::with_capacity(count(elf::STT_OBJECT));
+    out.reserve(
+        symtab
+            .symbols()
+            .iter()
+            .filter(|s| s.st_type() == st_type)
+            .count(),
+    );
     for (index, sym) in symtab.enumerate() {
-        let st_type = sym.st_type();
-        if st_type != elf::STT_FUNC && st_type != elf::STT_OBJECT {
+        if sym.st_type() != st_type {
             continue;
         }
         let name = symtab
@@ -441,40 +541,15 @@ fn from_tables<Elf: FileHeader<Endian = Endianness>>(
             .map_err(|_| ElfError::TooLarge {
                 what: "symbol section index",
             })?;
-        let name: Box<str> = String::from_utf8_lossy(name).into();
-        let value: u64 = sym.st_value(endian).into();
-        let size: u64 = sym.st_size(endian).into();
-        if st_type == elf::STT_FUNC {
-            // pahole skips only symbols whose name it cannot read; an empty name is
-            // kept (it never matches a DWARF name).
-            funcs.push(FuncSym {
-                name,
-                addr: value,
-                size,
-                section,
-                bind: sym.st_bind(),
-            });
-        } else if let Some(section) = section {
-            objects.push(ObjectSym {
-                name,
-                section,
-                value,
-                size,
-                bind: sym.st_bind(),
-            });
-        }
+        out.extend(keep(RawSym {
+            name: String::from_utf8_lossy(name).into(),
+            section,
+            value: sym.st_value(endian).into(),
+            size: sym.st_size(endian).into(),
+            bind: sym.st_bind(),
+        }));
     }
-    let objects = sort_objects(objects);
-
-    Ok(ElfSymbols {
-        e_type,
-        machine: header.e_machine(endian),
-        little_endian: endian == Endianness::Little,
-        is_64: header.is_type_64(),
-        functions: FunctionTable::from_syms(funcs),
-        sections: infos,
-        objects,
-    })
+    Ok(())
 }
 
 /// `objects` sorted by (section, name, value), those equal in all three kept in

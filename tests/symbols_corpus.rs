@@ -432,3 +432,46 @@ fn opened_inputs_share_their_parse() {
         );
     }
 }
+
+/// The tables read in two halves by two threads at once, in either order, are the
+/// tables read by one.
+#[test]
+fn symbol_halves_read_on_two_threads_are_the_whole_tables() {
+    let Some(corpus) = corpus() else {
+        return;
+    };
+    for name in ["vmlinux", "nf_conntrack.ko"] {
+        let path = corpus.join(name);
+        let data = map(&path);
+        let alone = ElfSymbols::parse(&path, &data).expect("symbols");
+        let kfuncs = Kfuncs::parse(&path, &data).expect("kfuncs");
+        for rest_first in [false, true] {
+            let input = dwarf2btf::elf::ElfInput::open(&path).expect("opens");
+            let halves = dwarf2btf::elf::SymbolHalves::new(&input, true);
+            if rest_first {
+                halves.read_rest();
+            }
+            let (syms, k) = std::thread::scope(|s| {
+                let other = s.spawn(|| halves.read_either());
+                halves.read_either();
+                other.join().expect("no panic");
+                halves.join().expect("tables")
+            });
+            let what = format!("{name}, rest first: {rest_first}");
+            assert_eq!(
+                syms.functions.functions(),
+                alone.functions.functions(),
+                "{what}"
+            );
+            assert_eq!(syms.sections, alone.sections, "{what}");
+            for s in &alone.sections {
+                assert_eq!(
+                    syms.objects_in(s.index),
+                    alone.objects_in(s.index),
+                    "{what}"
+                );
+            }
+            assert_eq!(k, kfuncs, "{what}");
+        }
+    }
+}

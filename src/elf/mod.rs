@@ -20,13 +20,15 @@ pub use file::ElfFile;
 pub(crate) use reloc::read_uint;
 
 use crate::kfuncs::Kfuncs;
-use crate::symbols::ElfSymbols;
+use crate::symbols::{ElfSymbols, FunctionTable, SymbolsRest};
 use crate::Error;
 use object::read::elf::FileHeader;
 use object::{Endianness, Object, ObjectSection};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The DWARF sections we read; each is located once when the file is opened.
 pub const DEBUG_SECTIONS: &[&str] = &[
@@ -190,28 +192,9 @@ impl ElfInput {
     /// kfunc sets (else none). Both are owned, so the pages of `.symtab` and
     /// `.strtab` are given back afterwards. An error is the file's
     /// ([`ElfError::in_file`] names it): the encoder shares it between its workers.
+    /// [`SymbolHalves`] reads them on two threads.
     pub fn symbol_tables(&self, kfuncs: bool) -> Result<(Arc<ElfSymbols>, Kfuncs), ElfError> {
-        let elf = self.elf();
-        let syms = match self.parsed_symbols() {
-            Some(syms) => syms,
-            None => Arc::new(ElfSymbols::from_elf(elf)?),
-        };
-        let kfuncs = if kfuncs {
-            Kfuncs::from_elf(elf)?
-        } else {
-            Kfuncs::default()
-        };
-        for s in &syms.sections {
-            if s.sh_type == object::elf::SHT_SYMTAB || &*s.name == ".strtab" {
-                let start = usize::try_from(s.file_offset).unwrap_or(usize::MAX);
-                let end = start.saturating_add(usize::try_from(s.size).unwrap_or(usize::MAX));
-                if end <= self.bytes().len() {
-                    // Best effort: a page not given back costs memory, not correctness.
-                    let _ = crate::mmap::release_range(self.map(), start..end);
-                }
-            }
-        }
-        Ok((syms, kfuncs))
+        SymbolHalves::new(self, kfuncs).join()
     }
 
     /// The one parse of the file.
@@ -228,6 +211,109 @@ impl ElfInput {
     /// ([`crate::mmap::ReleaseFront`]).
     pub fn map(&self) -> &memmap2::Mmap {
         self.file.map()
+    }
+}
+
+/// The reading of [`ElfInput::symbol_tables`] in two halves, for two threads at
+/// once: the function table (the larger: its 100,000 names on a vmlinux are sorted)
+/// and the rest (section headers, objects, kfunc sets). Each half is read once, by
+/// the first thread to ask for it; a thread asking for one another is reading
+/// waits for it.
+pub struct SymbolHalves<'a> {
+    input: &'a ElfInput,
+    kfuncs: bool,
+    /// Each half once read; taken out by [`SymbolHalves::join`].
+    functions: OnceLock<Half<FunctionTable>>,
+    rest: OnceLock<Half<(SymbolsRest, Kfuncs)>>,
+    /// Whether a thread has started on the function table.
+    functions_claimed: AtomicBool,
+}
+
+/// A half of [`SymbolHalves`] once read, until it is joined.
+type Half<T> = Mutex<Option<Result<T, ElfError>>>;
+
+impl<'a> SymbolHalves<'a> {
+    /// The halves of `input`'s tables (kfunc sets only if `kfuncs`), none read yet.
+    pub fn new(input: &'a ElfInput, kfuncs: bool) -> SymbolHalves<'a> {
+        SymbolHalves {
+            input,
+            kfuncs,
+            functions: OnceLock::new(),
+            rest: OnceLock::new(),
+            functions_claimed: AtomicBool::new(input.symbols.is_some()),
+        }
+    }
+
+    /// Reads the half no thread has started on yet: the function table if it is
+    /// free, else the rest.
+    pub fn read_either(&self) {
+        if !self.functions_claimed.swap(true, Ordering::AcqRel) {
+            self.read_functions();
+        } else {
+            self.read_rest();
+        }
+    }
+
+    /// Reads the function table, unless it was (or is being) read.
+    pub fn read_functions(&self) {
+        self.functions_claimed.store(true, Ordering::Release);
+        if self.input.symbols.is_none() {
+            self.functions
+                .get_or_init(|| Mutex::new(Some(FunctionTable::from_elf(self.input.elf()))));
+        }
+    }
+
+    /// Reads the rest, unless it was (or is being) read.
+    pub fn read_rest(&self) {
+        self.rest.get_or_init(|| {
+            let elf = self.input.elf();
+            let read = || {
+                let rest = match self.input.symbols {
+                    // Read whole when the file was opened: only the kfuncs are left.
+                    Some(_) => SymbolsRest::default(),
+                    None => SymbolsRest::from_elf(elf)?,
+                };
+                let kfuncs = if self.kfuncs {
+                    Kfuncs::from_elf(elf)?
+                } else {
+                    Kfuncs::default()
+                };
+                Ok((rest, kfuncs))
+            };
+            Mutex::new(Some(read()))
+        });
+    }
+
+    /// The tables once both halves are read (each read here if no thread has);
+    /// gives back the pages of `.symtab` and `.strtab`. Called once: the halves
+    /// are moved out.
+    pub fn join(&self) -> Result<(Arc<ElfSymbols>, Kfuncs), ElfError> {
+        self.read_functions();
+        self.read_rest();
+        fn taken<T>(half: Option<&Mutex<Option<T>>>) -> T {
+            half.expect("both halves are read above")
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take()
+                .expect("the halves are joined once")
+        }
+        let (rest, kfuncs) = taken(self.rest.get())?;
+        let syms = match &self.input.symbols {
+            Some(syms) => Arc::clone(syms),
+            None => Arc::new(rest.with_functions(taken(self.functions.get())?)),
+        };
+        let input = self.input;
+        for s in &syms.sections {
+            if s.sh_type == object::elf::SHT_SYMTAB || &*s.name == ".strtab" {
+                let start = usize::try_from(s.file_offset).unwrap_or(usize::MAX);
+                let end = start.saturating_add(usize::try_from(s.size).unwrap_or(usize::MAX));
+                if end <= input.bytes().len() {
+                    // Best effort: a page not given back costs memory, not correctness.
+                    let _ = crate::mmap::release_range(input.map(), start..end);
+                }
+            }
+        }
+        Ok((syms, kfuncs))
     }
 }
 
