@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 pub enum Busy {
     /// Parsing and encoding units, on the workers.
     Parse,
-    /// Reading the symbol tables (part of `Parse`: the first worker to need them).
+    /// Reading the symbol tables (part of `Parse`: the first workers to need them,
+    /// and those waiting for them).
     Symbols,
     /// Merging units in order (strings, dedup, records), on the token holder.
     Encode,
