@@ -376,8 +376,10 @@ impl ElfSymbols {
 
     /// The symbol table and section headers of the parsed ELF file `elf`.
     pub fn from_elf(elf: &ElfFile<'_>) -> Result<ElfSymbols, ElfError> {
-        let functions = FunctionTable::from_elf(elf)?;
-        Ok(SymbolsRest::from_elf(elf)?.with_functions(functions))
+        // The rest first, as `SymbolHalves::join` takes them: a damaged section
+        // header is the error named before a damaged symbol.
+        let rest = SymbolsRest::from_elf(elf)?;
+        Ok(rest.with_functions(FunctionTable::from_elf(elf)?))
     }
 
     /// Whether this is a relocatable object (a kernel module).
