@@ -92,6 +92,6 @@ fn one(
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?,
         None => pipeline::dedup_output(btf).map_err(|e| Error::file(&opts.input, e))?,
     };
-    crate::emit::write_output(&opts, &elf, bytes, base.as_ref())?;
+    crate::emit::write_output(&opts, &elf, bytes, base.as_ref(), false)?;
     Ok(skips)
 }

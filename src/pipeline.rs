@@ -135,8 +135,11 @@ pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<Vec<FuncSkip>, Error
     let t = tuning.timings;
     let base = phase(t, "read the base BTF", || load_base(opts))?;
     let (bytes, skips, input) = encode_input_bytes(opts, tuning, base.clone())?;
+    // With several workers, the output is checked on two more threads while it is
+    // written.
+    let threads = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs)) > 1;
     phase(t, "write", || {
-        crate::emit::write_output(opts, &input, bytes, base.as_ref())
+        crate::emit::write_output(opts, &input, bytes, base.as_ref(), threads)
     })?;
     Ok(skips)
 }

@@ -304,6 +304,54 @@ fn patched_debug_info_known_invalid() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// The known-invalid cases whose types reach BTF are refused by the check of the
+/// output, which with several workers runs while the file is written: at every `-j`
+/// the same message, an existing output left as it was, no temporary file, and the
+/// input untouched when the BTF would go into it.
+#[test]
+fn invalid_output_is_refused_at_every_jobs_count() {
+    let dir = scratch("invalid_output");
+    let Some(cases) = patched_cases(&dir) else {
+        return;
+    };
+    let mut refused = 0;
+    for (case, p) in cases.iter().filter(|(c, _)| KNOWN_INVALID.contains(c)) {
+        let out = dir.join(format!("{case}.old.btf"));
+        std::fs::write(&out, b"old output").unwrap();
+        let input_before = std::fs::read(p).unwrap();
+        let mut messages = Vec::new();
+        for jobs in ["-j1", "-j2", "-j4"] {
+            for detached in [true, false] {
+                let before = listing(&dir);
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_dwarf2btf"));
+                cmd.args(["-J", jobs, "--btf_features=encode_force,var,type_tag"]);
+                if detached {
+                    cmd.arg(format!("--btf_encode_detached={}", out.display()));
+                }
+                let o = cmd.arg(p).output().unwrap();
+                let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+                assert_eq!(o.status.code(), Some(1), "{case} {jobs}: {stderr}");
+                assert_eq!(listing(&dir), before, "{case} {jobs}: files left behind");
+                assert_eq!(std::fs::read(&out).unwrap(), b"old output", "{case} {jobs}");
+                assert_eq!(std::fs::read(p).unwrap(), input_before, "{case} {jobs}");
+                messages.push(stderr);
+            }
+        }
+        if messages[0].contains("encodes to invalid BTF, nothing written") {
+            refused += 1;
+        }
+        assert!(
+            messages.iter().all(|m| *m == messages[0]),
+            "{case}: {messages:#?}"
+        );
+    }
+    // typedef_self, member_is_its_struct and ref_into_header reach the check.
+    assert!(
+        refused >= 3,
+        "{refused} cases refused by the check of the output"
+    );
+}
+
 /// A unit whose length runs past the section, and a section cut short.
 #[test]
 fn truncated_debug_info() {

@@ -109,20 +109,22 @@ pub fn write_sections_in_place(path: &Path, sections: &[(&str, Vec<u8>)]) -> Res
     }
     // The result goes to a new file renamed over this one: the mapping is never written.
     let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
-    write_mapped(path, &real, &map, sections, None)
+    write_mapped(path, &real, &map, sections, None, || Ok(()))
 }
 
 /// [`write_sections_in_place`] for the input the run encoded, from the mapping it
 /// read the DWARF through (the file is not opened again), refusing with `refusal.1`
-/// a file that has a section named `refusal.0`.
+/// a file that has a section named `refusal.0`; the new file replaces the input only
+/// if `gate` says so (see [`crate::output::write_atomic_gated`]).
 pub(crate) fn write_sections_into(
     input: &MappedElf,
-    sections: &[(&str, Vec<u8>)],
+    sections: &[(&str, &[u8])],
     refusal: Option<(&str, &str)>,
+    gate: impl FnOnce() -> Result<(), Error>,
 ) -> Result<(), Error> {
     let path = input.path();
     let real = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
-    write_mapped(path, &real, input.map(), sections, refusal)
+    write_mapped_refs(path, &real, input.map(), sections, refusal, gate)
 }
 
 /// Rewrites the file at `path` (`real` once symbolic links are followed: the new file
@@ -134,8 +136,21 @@ fn write_mapped(
     map: &memmap2::Mmap,
     sections: &[(&str, Vec<u8>)],
     refusal: Option<(&str, &str)>,
+    gate: impl FnOnce() -> Result<(), Error>,
 ) -> Result<(), Error> {
     let refs: Vec<(&str, &[u8])> = sections.iter().map(|(n, d)| (*n, d.as_slice())).collect();
+    write_mapped_refs(path, real, map, &refs, refusal, gate)
+}
+
+/// [`write_mapped`] for borrowed section contents.
+fn write_mapped_refs(
+    path: &Path,
+    real: &Path,
+    map: &memmap2::Mmap,
+    refs: &[(&str, &[u8])],
+    refusal: Option<(&str, &str)>,
+    gate: impl FnOnce() -> Result<(), Error>,
+) -> Result<(), Error> {
     let bad = |e: ElfWriteError| Error::file(path, e.to_string());
     let elf = Elf::parse(map).map_err(bad)?;
     if let Some((name, why)) = refusal {
@@ -143,16 +158,20 @@ fn write_mapped(
             return Err(Error::file(path, why));
         }
     }
-    let plan = build_plan(elf, &refs).map_err(bad)?;
-    crate::output::write_atomic_with(real, |f| {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        // Copied input pages are not read again: give them back, so rewriting a
-        // 340 MB vmlinux does not leave it all resident. Best effort.
-        plan.write_to(&mut w, &mut |piece| {
-            let _ = crate::mmap::release_range(map, piece);
-        })?;
-        w.flush()
-    })
+    let plan = build_plan(elf, refs).map_err(bad)?;
+    crate::output::write_atomic_gated(
+        real,
+        |f| {
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            // Copied input pages are not read again: give them back, so rewriting a
+            // 340 MB vmlinux does not leave it all resident. Best effort.
+            plan.write_to(&mut w, &mut |piece| {
+                let _ = crate::mmap::release_range(map, piece);
+            })?;
+            w.flush()
+        },
+        gate,
+    )
 }
 
 #[cfg(test)]

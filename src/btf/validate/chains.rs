@@ -40,6 +40,15 @@ pub(crate) struct Chains {
 }
 
 impl Chains {
+    /// A memo of no type, for checks that resolve none: every id reads as broken.
+    pub(crate) fn empty(ptr_size: u32) -> Chains {
+        Chains {
+            end: Vec::new(),
+            arrays: Vec::new(),
+            ptr_size,
+        }
+    }
+
     /// The memo for `btf`, whose pointers are `ptr_size` bytes.
     pub(crate) fn new(btf: &Btf, ptr_size: u32) -> Chains {
         let count = btf.type_count() as usize;

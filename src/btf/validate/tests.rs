@@ -154,3 +154,21 @@ fn names_are_checked() {
     assert!(valid_section_name(b".data..percpu"));
     assert!(!valid_section_name(b"\x01"));
 }
+
+#[test]
+fn two_threads_report_the_same_problems_in_the_same_order() {
+    // A bad name (a record check), a typedef loop (a resolved check) and a member
+    // without size, so both halves have something to say.
+    let mut b = base();
+    b.push_named(b"9bad", TypeKind::Typedef(TypeId(1)));
+    b.push_named(b"t1", TypeKind::Typedef(TypeId(4)));
+    b.push_named(b"t2", TypeKind::Typedef(TypeId(3)));
+    let one = validate_on(&b, false);
+    let two = validate_on(&b, true);
+    assert_eq!(one, validate(&b));
+    assert_eq!(one, two);
+    assert!(one.iter().any(|p| p.what.contains("loop")), "{one:?}");
+    let name = one.iter().position(|p| p.id == Some(TypeId(2)));
+    let looped = one.iter().position(|p| p.what.contains("loop"));
+    assert!(name.is_some() && name < looped, "{one:?}");
+}
