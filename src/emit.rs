@@ -13,8 +13,8 @@ use std::sync::Arc;
 /// Writes the deduplicated BTF `bytes` of `opts.input` (split over `base` when
 /// `--btf_base` was given) where `opts` says; `input` is that file as the run mapped
 /// it, which a write into the ELF copies. Every write is atomic: on failure the input
-/// and any existing output are untouched. The bytes are checked first
-/// ([`check_encoded`]); with `two_threads`, the check runs on its own threads while
+/// and any existing output are untouched. The bytes are checked first, as the
+/// kernel would check them; with `two_threads`, the check runs on its own threads while
 /// the file is written, and the file replaces the old one only once the check passed.
 pub fn write_output(
     opts: &Options,

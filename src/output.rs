@@ -7,21 +7,13 @@ use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` atomically. If `path` exists its permissions are kept.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    write_atomic_with(path, |f| f.write_all(bytes))
+    write_atomic_gated(path, |f| f.write_all(bytes), || Ok(()))
 }
 
-/// Like [`write_atomic`], but `fill` streams the contents into the temporary file, so a
-/// large output (a rewritten vmlinux) need not be built in memory first.
-pub fn write_atomic_with(
-    path: &Path,
-    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
-) -> Result<(), Error> {
-    write_atomic_gated(path, fill, || Ok(()))
-}
-
-/// Like [`write_atomic_with`], but the new file replaces `path` only if `gate`,
-/// called once it is written and synced, says so: a check of the contents can run
-/// while they are written. On a refusal the temporary file is removed and `gate`'s
+/// Like [`write_atomic`], but `fill` streams the contents into the temporary file (a
+/// large output, a rewritten vmlinux, need not be built in memory first), and the new
+/// file replaces `path` only if `gate`, called once it is written and synced, says
+/// so: a check of the contents can run while they are written. On a refusal the temporary file is removed and `gate`'s
 /// error returned. `gate` is not called if the write fails.
 pub fn write_atomic_gated(
     path: &Path,

@@ -109,7 +109,8 @@ pub fn write_sections_in_place(path: &Path, sections: &[(&str, Vec<u8>)]) -> Res
     }
     // The result goes to a new file renamed over this one: the mapping is never written.
     let map = crate::mmap::map_file(&file).map_err(|e| Error::io(path, e))?;
-    write_mapped(path, &real, &map, sections, None, || Ok(()))
+    let refs: Vec<(&str, &[u8])> = sections.iter().map(|(n, d)| (*n, d.as_slice())).collect();
+    write_mapped(path, &real, &map, &refs, None, || Ok(()))
 }
 
 /// [`write_sections_in_place`] for the input the run encoded, from the mapping it
@@ -124,26 +125,13 @@ pub(crate) fn write_sections_into(
 ) -> Result<(), Error> {
     let path = input.path();
     let real = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
-    write_mapped_refs(path, &real, input.map(), sections, refusal, gate)
+    write_mapped(path, &real, input.map(), sections, refusal, gate)
 }
 
 /// Rewrites the file at `path` (`real` once symbolic links are followed: the new file
 /// replaces the target, not the link), mapped as `map`, with `sections`; the check
 /// for `refusal` reads the same headers as the rewrite.
 fn write_mapped(
-    path: &Path,
-    real: &Path,
-    map: &memmap2::Mmap,
-    sections: &[(&str, Vec<u8>)],
-    refusal: Option<(&str, &str)>,
-    gate: impl FnOnce() -> Result<(), Error>,
-) -> Result<(), Error> {
-    let refs: Vec<(&str, &[u8])> = sections.iter().map(|(n, d)| (*n, d.as_slice())).collect();
-    write_mapped_refs(path, real, map, &refs, refusal, gate)
-}
-
-/// [`write_mapped`] for borrowed section contents.
-fn write_mapped_refs(
     path: &Path,
     real: &Path,
     map: &memmap2::Mmap,

@@ -140,7 +140,7 @@ pub fn validate(btf: &Btf) -> Vec<Problem> {
     validate_on(btf, false)
 }
 
-/// [`validate`], on two threads if `two_threads`: the checks of each record alone
+/// [`validate()`], on two threads if `two_threads`: the checks of each record alone
 /// (strings, metas) on one, those that resolve types (and build the chain memo they
 /// need) on the other. The problems come in the same order either way. On the
 /// corpus vmlinux the two halves take about as long as each other.

@@ -157,8 +157,8 @@ fn names_are_checked() {
 
 #[test]
 fn two_threads_report_the_same_problems_in_the_same_order() {
-    // A bad name (a record check), a typedef loop (a resolved check) and a member
-    // without size, so both halves have something to say.
+    // A bad name (a record check) and a typedef loop (a resolved check), so both
+    // halves have something to say.
     let mut b = base();
     b.push_named(b"9bad", TypeKind::Typedef(TypeId(1)));
     b.push_named(b"t1", TypeKind::Typedef(TypeId(4)));
