@@ -433,10 +433,12 @@ fn encode_units_with(
             // With a dedup, the types are flattened for it as they are encoded.
             let encoded = match &preparer {
                 Some(p) => {
-                    encode_unit_into(cu, ctx, &mut sc, ordered::Flattening::new(p)).map(|mut u| {
-                        sc.learn_known(&mut u, &addr_cache);
-                        ordered::ready_flat(u, p, lead.get())
-                    })
+                    encode_unit_into(cu, ctx, &mut sc, ordered::Flattening::new(p, lead.get())).map(
+                        |mut u| {
+                            sc.learn_known(&mut u, &addr_cache);
+                            ordered::ready_flat(u, p, lead.get())
+                        },
+                    )
                 }
                 None => encode_unit(cu, ctx, &mut sc).map(|mut u| {
                     sc.learn_known(&mut u, &addr_cache);
@@ -516,7 +518,7 @@ fn encode_units_with(
         // The functions and DATASECs refer to kept types: they are added after them,
         // and the final one-shot dedup runs over the kept types and these.
         let kept = inc
-            .kept_btf(state.btf())
+            .kept_btf(state.btf(), funcs.types_to_come())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
         fin = Some(inc.final_pass());
         drop(inc);

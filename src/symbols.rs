@@ -167,10 +167,12 @@ impl FunctionTable {
             .collect();
         // Each position with its name's prefix key beside it: most comparisons are
         // settled there, without reading the names (a vmlinux sorts 100,000).
-        let mut keyed: Vec<(u128, u32)> = (0..kept.len())
-            .filter(|&i| kept[i].is_some())
-            .map(|i| (name_prefix(bases[i]), index32(i)))
-            .collect();
+        let mut keyed: Vec<(u128, u32)> = Vec::with_capacity(kept.len());
+        keyed.extend(
+            (0..kept.len())
+                .filter(|&i| kept[i].is_some())
+                .map(|i| (name_prefix(bases[i]), index32(i))),
+        );
         keyed.sort_unstable_by(|&(ka, a), &(kb, b)| {
             ka.cmp(&kb)
                 .then_with(|| bases[a as usize].cmp(bases[b as usize]))
@@ -571,10 +573,14 @@ fn sort_objects(objects: Vec<ObjectSym>) -> Vec<ObjectSym> {
             .then(a.cmp(&b))
     });
     let mut slots: Vec<Option<ObjectSym>> = objects.into_iter().map(Some).collect();
-    keyed
-        .iter()
-        .filter_map(|&(_, _, i)| slots[i as usize].take())
-        .collect()
+    // Sized first: collected from a `filter_map`, the vector would grow by doubling.
+    let mut sorted = Vec::with_capacity(keyed.len());
+    sorted.extend(
+        keyed
+            .iter()
+            .filter_map(|&(_, _, i)| slots[i as usize].take()),
+    );
+    sorted
 }
 
 /// The first sixteen bytes of `name`, big-endian, padded with zeros: symbol names

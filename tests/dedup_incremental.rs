@@ -231,7 +231,7 @@ fn prepared_batches_equal_encoded_ones() {
         assert_eq!(got, want);
     }
     assert!(plain.len() > 1000, "kept {} types", plain.len());
-    let bytes = |inc: &Incremental| btf::write::to_bytes(&inc.kept_btf(&src).expect("kept"));
+    let bytes = |inc: &Incremental| btf::write::to_bytes(&inc.kept_btf(&src, 0).expect("kept"));
     assert!(bytes(&plain) == bytes(&prepared), "kept sets differ");
 
     // A reference past the batch, after a string past the section's end: both

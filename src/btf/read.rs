@@ -97,6 +97,12 @@ impl Words<'_> {
 /// Parses a raw BTF blob. `base` is required for split BTF (ids and string offsets
 /// continue the base's) and must be None otherwise.
 pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
+    parse_with_room(data, base, 0)
+}
+
+/// [`parse`], with room for `more` types to be added after those of `data`
+/// (reserved, not touched, until they come).
+pub fn parse_with_room(data: &[u8], base: Option<Arc<Btf>>, more: usize) -> Result<Btf, BtfError> {
     if data.len() < HEADER_LEN {
         return Err(BtfError::Truncated(format!(
             "{} bytes, shorter than the {HEADER_LEN}-byte header",
@@ -220,7 +226,7 @@ pub fn parse(data: &[u8], base: Option<Arc<Btf>>) -> Result<Btf, BtfError> {
     // Room for the most types the section can hold (a record takes 12 bytes or
     // more): grown by doubling, a vmlinux's 110,000 types were copied into fresh
     // pages at each step; room never used is never touched.
-    let types = Vec::with_capacity(type_data.len() / 12);
+    let types = Vec::with_capacity(type_data.len() / 12 + more);
     let mut btf = Btf::from_parts(base, types, str_data.to_vec(), endian);
     btf.set_header_extra(header_extra);
     btf.set_layout(layout);

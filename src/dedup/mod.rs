@@ -348,12 +348,13 @@ impl Incremental {
     /// returned them) over `strings`' string section: the encoder's section, which
     /// names every kept type. Deduplicate it (with anything appended) with
     /// [`Incremental::final_pass`], not a plain one-shot dedup, which would merge
-    /// kept types libbpf keeps.
-    pub fn kept_btf(&self, strings: &Btf) -> Result<Btf, DedupError> {
+    /// kept types libbpf keeps. With room for `more` types to be appended.
+    pub fn kept_btf(&self, strings: &Btf, more: usize) -> Result<Btf, DedupError> {
         let bytes =
             self.engine
                 .to_bytes_with_strings(strings.endian(), &[], None, strings.strings());
-        crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
+        crate::btf::read::parse_with_room(&bytes, self.base.clone(), more)
+            .map_err(DedupError::Output)
     }
 
     /// Number of types kept so far (not counting the base).

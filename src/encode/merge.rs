@@ -57,17 +57,27 @@ impl FuncEncoder {
     /// The functions and variables of the file `syms` describes, with its kfunc
     /// sets; `merged`: the units are parts of one merged unit (an LTO build).
     pub fn new(syms: Arc<ElfSymbols>, kfuncs: Kfuncs, merged: bool) -> FuncEncoder {
+        let n = syms.functions.sym_count();
         FuncEncoder {
             vars: VarSections::new(&syms),
             syms,
             kfuncs,
-            saved: Vec::new(),
-            parms: Vec::new(),
+            // Sized by the symbol table, once: grown by doubling, the run's
+            // records were copied into fresh pages at each step (3 MB at the
+            // last, on a vmlinux); room never used is never touched.
+            saved: Vec::with_capacity(n),
+            parms: Vec::with_capacity(3 * n),
             annots: Vec::new(),
             seen: HashMap::default(),
             skips: Vec::new(),
             merged: merged.then(Box::default),
         }
+    }
+
+    /// At most how many types [`FuncEncoder::finish`] will add: a FUNC_PROTO and a
+    /// FUNC per saved record, a DECL_TAG per tag, a DATASEC per section.
+    pub fn types_to_come(&self) -> usize {
+        2 * self.saved.len() + self.annots.len() + self.vars.sections()
     }
 
     /// Appends the records of the next unit, in unit order: `id` gives the run's id

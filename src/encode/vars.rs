@@ -204,6 +204,11 @@ impl VarSections {
         }
     }
 
+    /// Number of sections of the file (each may get a DATASEC).
+    pub fn sections(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Adds the entry of a VAR to section `shndx`.
     pub fn push(&mut self, shndx: u32, entry: VarSecInfo) {
         self.entries[shndx as usize].push(entry);

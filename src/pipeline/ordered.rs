@@ -203,7 +203,10 @@ impl Ordered {
                                 let n = u32::try_from(local.len().saturating_sub(1))
                                     .map_err(|_| "too many types")?;
                                 let total = lead as usize + n as usize + usize::from(int.is_some());
-                                let mut b = inc.preparer().builder(total);
+                                // The local records with the lead slot's, and one
+                                // more INT's (four words).
+                                let words = local.words_len() + 4;
+                                let mut b = inc.preparer().builder(total, words);
                                 if let Some(t) = lead_int {
                                     b.push_type(t, &keys);
                                 }
@@ -308,16 +311,18 @@ enum UnitTypes {
 /// index type.
 pub(super) struct Flattening {
     batch: LocalBatch,
-    /// (local id, type) of each base type.
-    bases: Vec<(u32, Type)>,
+    /// (local id, type) of each base type, kept only while the run's array index
+    /// type is not known (see [`ready_flat`]); None once it is.
+    bases: Option<Vec<(u32, Type)>>,
 }
 
 impl Flattening {
-    /// A unit's sink for the dedup `p` prepares batches for.
-    pub fn new(p: &Preparer) -> Flattening {
+    /// A unit's sink for the dedup `p` prepares batches for; `lead`: the run's
+    /// array index type, if already known.
+    pub fn new(p: &Preparer, lead: Option<&Lead>) -> Flattening {
         Flattening {
             batch: p.start_local(0, 0),
-            bases: Vec::new(),
+            bases: lead.is_none().then(Vec::new),
         }
     }
 }
@@ -328,9 +333,10 @@ impl UnitTypeSink for Flattening {
     }
 
     fn take(&mut self, t: &Type, strings: &UnitInterner) {
-        if matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. }) {
+        let base = matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. });
+        if let (Some(bases), true) = (&mut self.bases, base) {
             let id = u32::try_from(self.batch.len()).expect("a unit's types have u32 ids");
-            self.bases.push((id, t.clone()));
+            bases.push((id, t.clone()));
         }
         self.batch.push(t, &|o| strings.key(o));
     }
@@ -374,9 +380,14 @@ pub(super) fn ready_flat(
             }
         }
         None => {
-            let own_int = index
-                .own_int
-                .and_then(|k| bases.into_iter().find(|(id, _)| *id == k.0).map(|(_, t)| t));
+            // A unit started before the index type was known kept its base types.
+            let own_int = index.own_int.and_then(|k| {
+                bases
+                    .into_iter()
+                    .flatten()
+                    .find(|(id, _)| *id == k.0)
+                    .map(|(_, t)| t)
+            });
             UnitTypes::Prepared {
                 local: Box::new(batch),
                 own_int,

@@ -112,23 +112,27 @@ impl Preparer {
     /// the section's end) are reported when the batch is added, in batch order, as
     /// if the batch had not been prepared apart.
     pub fn prepare(&self, types: &[Type], keys: impl Fn(u32) -> u64) -> PreparedBatch {
-        let mut b = self.builder(types.len());
+        let words = types.iter().map(|t| t.record_len() / 4).sum::<usize>();
+        let mut b = self.builder(types.len(), words);
         for t in types {
             b.push_type(t, &keys);
         }
         b.finish()
     }
 
-    /// A builder of a batch of `n` types.
-    pub fn builder(&self, n: usize) -> BatchBuilder {
+    /// A builder of a batch of `n` types of about `words` words in all: sized
+    /// once, since grown by doubling the final pass's batch (a vmlinux's kept
+    /// types and functions, 4 MB of words) was copied into fresh pages each time.
+    pub fn builder(&self, n: usize, words: usize) -> BatchBuilder {
         // More types than ids are caught when the batch is added.
         let own = u32::try_from(n).unwrap_or(u32::MAX);
         BatchBuilder {
             p: PreparedBatch {
                 by: *self,
-                words: Vec::new(),
+                words: Vec::with_capacity(words),
                 ends: Vec::with_capacity(n),
-                own_refs: Vec::with_capacity(2 * n),
+                // An estimate, as for a local batch (see `Preparer::start_local`).
+                own_refs: Vec::with_capacity(words / 3 + n),
                 passes: Passes::for_types(n),
                 unmerged: Vec::new(),
                 bad_ref: None,

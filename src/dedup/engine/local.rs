@@ -43,6 +43,11 @@ impl LocalBatch {
         self.ends.is_empty()
     }
 
+    /// Number of words of all its records, the lead slot's included.
+    pub fn words_len(&self) -> usize {
+        self.words.len()
+    }
+
     /// Where type `i`'s record starts in `words`.
     fn start(&self, i: usize) -> usize {
         if i == 0 {
@@ -378,7 +383,7 @@ mod tests {
             let keys = |o: u32| u64::from(o) * 31;
             let id = |x: u32| x + by.base_types + 1;
             let string = |o: u32| o + 1000;
-            let mut b = by.builder(local.len());
+            let mut b = by.builder(local.len(), local.words_len());
             b.push_type(&lead, &keys);
             b.push_local(&local, 1..pos32(local.len()), id, string);
             let spliced = b.finish();
