@@ -62,18 +62,19 @@ impl FuncSym {
 }
 
 /// All function symbols sharing one base name: what pahole calls an `elf_function`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ElfFunction {
+/// A view into the [`FunctionTable`], which holds every symbol in one array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ElfFunction<'t> {
     /// The symbols, in `.symtab` order; never empty.
-    pub syms: Vec<FuncSym>,
+    pub syms: &'t [FuncSym],
     /// The symbols do not all share one address (pahole's quirky rule, see
     /// [`ambiguous_address`]); pahole then emits no FUNC for this name.
     pub ambiguous_addr: bool,
 }
 
-impl ElfFunction {
+impl<'t> ElfFunction<'t> {
     /// The base name: the symbol name up to its first `.`.
-    pub fn name(&self) -> &str {
+    pub fn name(&self) -> &'t str {
         base_name(&self.syms[0].name)
     }
 
@@ -131,8 +132,14 @@ pub fn is_non_function_piece(sym_name: &str) -> bool {
 /// order (strcmp), which is also the order pahole emits FUNCs in.
 #[derive(Clone, Debug, Default)]
 pub struct FunctionTable {
-    funcs: Vec<ElfFunction>,
-    /// (address, function index, symbol index), sorted by address then position.
+    /// Every kept symbol, sorted by base name, those of one name in `.symtab`
+    /// order: one array rather than one per name, which for a vmlinux's 100,000
+    /// names were as many allocations and a sixth of the run's page faults.
+    syms: Vec<FuncSym>,
+    /// Per base name, in name order: where its symbols start in `syms`, and
+    /// whether their addresses are ambiguous.
+    funcs: Vec<(u32, bool)>,
+    /// (address, function index, index in `syms`), sorted by address then position.
     by_addr: Vec<(u64, u32, u32)>,
     /// How many `STT_FUNC` symbols were dropped as `.cold` / `.part` pieces.
     pieces_skipped: usize,
@@ -148,68 +155,50 @@ impl FunctionTable {
 
     /// Builds the table from the `STT_FUNC` symbols, given in `.symtab` order.
     pub fn from_syms(syms: impl IntoIterator<Item = FuncSym>) -> FunctionTable {
-        // In place for a vector (an `Option` of a symbol takes no more room): the
-        // pieces become None where they are.
-        let mut kept: Vec<Option<FuncSym>> = syms.into_iter().map(Some).collect();
-        let mut pieces_skipped = 0;
-        for s in &mut kept {
-            if s.as_ref().is_some_and(|s| is_non_function_piece(&s.name)) {
-                *s = None;
-                pieces_skipped += 1;
-            }
-        }
-        // Sort positions by (base name, position): the same order as a stable sort
-        // by name, which is what glibc's merge-sort qsort gives pahole, without
-        // moving the symbols around.
-        let bases: Vec<&str> = kept
-            .iter()
-            .map(|s| s.as_ref().map_or("", |s| base_name(&s.name)))
-            .collect();
-        // Each position with its name's prefix key beside it: most comparisons are
-        // settled there, without reading the names (a vmlinux sorts 100,000).
-        let mut keyed: Vec<(u128, u32)> = Vec::with_capacity(kept.len());
-        keyed.extend(
-            (0..kept.len())
-                .filter(|&i| kept[i].is_some())
-                .map(|i| (name_prefix(bases[i]), index32(i))),
-        );
-        keyed.sort_unstable_by(|&(ka, a), &(kb, b)| {
-            ka.cmp(&kb)
-                .then_with(|| bases[a as usize].cmp(bases[b as usize]))
-                .then(a.cmp(&b))
+        let mut syms: Vec<FuncSym> = syms.into_iter().collect();
+        let before = syms.len();
+        syms.retain(|s| !is_non_function_piece(&s.name));
+        let pieces_skipped = before - syms.len();
+        // Positions sorted by (base name, position): the same order as a stable
+        // sort by name, which is what glibc's merge-sort qsort gives pahole. Each
+        // with its base name's prefix key and length beside it: most comparisons
+        // are settled by the key, without reading the names (a vmlinux sorts
+        // 100,000), and the others need not look for the `.` again.
+        let base = |&(_, i, len): &(u128, u32, u32)| &syms[i as usize].name[..len as usize];
+        let mut order: Vec<(u128, u32, u32)> = Vec::with_capacity(syms.len());
+        order.extend(syms.iter().enumerate().map(|(i, s)| {
+            let b = base_name(&s.name);
+            // Names are shorter than the 4 GiB string table that holds them.
+            #[allow(clippy::cast_possible_truncation)]
+            (name_prefix(b), index32(i), b.len() as u32)
+        }));
+        order.sort_unstable_by(|x, y| {
+            x.0.cmp(&y.0)
+                .then_with(|| base(x).cmp(base(y)))
+                .then(x.1.cmp(&y.1))
         });
-        let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i as usize).collect();
-        // Where each name's run starts, decided before the symbols are moved out.
-        let starts: Vec<bool> = order
-            .iter()
-            .enumerate()
-            .map(|(k, &i)| k == 0 || bases[order[k - 1]] != bases[i])
-            .collect();
-        drop(bases);
-        let mut funcs: Vec<ElfFunction> =
-            Vec::with_capacity(starts.iter().filter(|&&start| start).count());
-        for (&i, &start) in order.iter().zip(&starts) {
-            let sym = kept[i].take().expect("each symbol is moved once");
-            if start {
-                funcs.push(ElfFunction {
-                    syms: vec![sym],
-                    ambiguous_addr: false,
-                });
-            } else {
-                funcs.last_mut().expect("a run has a start").syms.push(sym);
+        // Where each name's run starts, in sorted positions.
+        let mut funcs = Vec::new();
+        for k in 0..order.len() {
+            if k == 0 || base(&order[k - 1]) != base(&order[k]) {
+                funcs.push((index32(k), false));
             }
         }
+        let mut perm: Vec<u32> = order.iter().map(|o| o.1).collect();
         drop(order);
-        drop(kept);
-        let mut by_addr = Vec::with_capacity(funcs.iter().map(|f| f.syms.len()).sum());
-        for (fi, f) in funcs.iter_mut().enumerate() {
-            f.ambiguous_addr = ambiguous_address(&f.syms);
-            for (si, s) in f.syms.iter().enumerate() {
-                by_addr.push((s.addr, index32(fi), index32(si)));
+        permute_in_place(&mut syms, &mut perm);
+        drop(perm);
+        let mut by_addr = Vec::with_capacity(syms.len());
+        for fi in 0..funcs.len() {
+            let (start, end) = run_bounds(&funcs, syms.len(), fi);
+            funcs[fi].1 = ambiguous_address(&syms[start..end]);
+            for (si, s) in syms[start..end].iter().enumerate() {
+                by_addr.push((s.addr, index32(fi), index32(start + si)));
             }
         }
         by_addr.sort_unstable();
         FunctionTable {
+            syms,
             funcs,
             by_addr,
             pieces_skipped,
@@ -228,33 +217,34 @@ impl FunctionTable {
     }
 
     /// All functions, sorted by name.
-    pub fn functions(&self) -> &[ElfFunction] {
-        &self.funcs
+    pub fn functions(&self) -> impl ExactSizeIterator<Item = ElfFunction<'_>> {
+        (0..self.funcs.len()).map(|i| self.get(i))
     }
 
     /// The function with this base name, with its index (stable for this table).
-    pub fn find(&self, name: &str) -> Option<(usize, &ElfFunction)> {
+    pub fn find(&self, name: &str) -> Option<(usize, ElfFunction<'_>)> {
         self.funcs
-            .binary_search_by(|f| f.name().cmp(name))
+            .binary_search_by(|&(start, _)| base_name(&self.syms[start as usize].name).cmp(name))
             .ok()
-            .map(|i| (i, &self.funcs[i]))
+            .map(|i| (i, self.get(i)))
     }
 
     /// The function at index `i` (from [`FunctionTable::find`]).
-    pub fn get(&self, i: usize) -> &ElfFunction {
-        &self.funcs[i]
+    pub fn get(&self, i: usize) -> ElfFunction<'_> {
+        let (start, end) = run_bounds(&self.funcs, self.syms.len(), i);
+        ElfFunction {
+            syms: &self.syms[start..end],
+            ambiguous_addr: self.funcs[i].1,
+        }
     }
 
     /// Every kept symbol at exactly `addr`, as (function, symbol) pairs.
-    pub fn at_addr(&self, addr: u64) -> impl Iterator<Item = (&ElfFunction, &FuncSym)> {
+    pub fn at_addr(&self, addr: u64) -> impl Iterator<Item = (ElfFunction<'_>, &FuncSym)> {
         let start = self.by_addr.partition_point(|e| e.0 < addr);
         self.by_addr[start..]
             .iter()
             .take_while(move |e| e.0 == addr)
-            .map(|&(_, f, s)| {
-                let f = &self.funcs[f as usize];
-                (f, &f.syms[s as usize])
-            })
+            .map(|&(_, f, s)| (self.get(f as usize), &self.syms[s as usize]))
     }
 
     /// How many `STT_FUNC` symbols were left out as `.cold` / `.part` pieces.
@@ -265,6 +255,30 @@ impl FunctionTable {
     /// How many symbols the table holds in all.
     pub fn sym_count(&self) -> usize {
         self.by_addr.len()
+    }
+}
+
+/// Where the symbols of function `i` lie in a table's `len` symbols.
+fn run_bounds(funcs: &[(u32, bool)], len: usize, i: usize) -> (usize, usize) {
+    let end = funcs.get(i + 1).map_or(len, |f| f.0 as usize);
+    (funcs[i].0 as usize, end)
+}
+
+/// Reorders `v` so that its `k`-th element is the one at `order[k]` before,
+/// moving each element once along the permutation's cycles (no second array of
+/// elements). `order` is used up.
+fn permute_in_place<T>(v: &mut [T], order: &mut [u32]) {
+    for i in 0..v.len() {
+        let mut cur = i;
+        while order[cur] as usize != cur {
+            let src = order[cur] as usize;
+            order[cur] = index32(cur);
+            if src == i {
+                break;
+            }
+            v.swap(cur, src);
+            cur = src;
+        }
     }
 }
 
@@ -676,7 +690,7 @@ mod tests {
             sym("__x64_sys_open", 0x500),
             sym("a", 0x600),
         ]);
-        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
+        let names: Vec<&str> = t.functions().map(|f| f.name()).collect();
         assert_eq!(
             names,
             [
@@ -688,7 +702,7 @@ mod tests {
             ]
         );
         // Symbols of one name stay in .symtab order.
-        let addrs: Vec<u64> = t.functions()[0].syms.iter().map(|s| s.addr).collect();
+        let addrs: Vec<u64> = t.get(0).syms.iter().map(|s| s.addr).collect();
         assert_eq!(addrs, [0x300, 0x500]);
 
         let obj = |name: &str, section, value, size| ObjectSym {
@@ -720,7 +734,7 @@ mod tests {
             sym("qux.llvm.123", 0x400),
         ]);
         assert_eq!(t.pieces_skipped(), 3);
-        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
+        let names: Vec<&str> = t.functions().map(|f| f.name()).collect();
         assert_eq!(names, ["baz", "foo", "qux"]);
         let (_, baz) = t.find("baz").unwrap();
         assert!(baz.syms[0].is_optimized_clone());
@@ -761,7 +775,7 @@ mod tests {
     #[test]
     fn names_sort_in_byte_order() {
         let t = FunctionTable::from_syms([sym("b", 1), sym("B", 2), sym("_a", 3), sym("a", 4)]);
-        let names: Vec<&str> = t.functions().iter().map(|f| f.name()).collect();
+        let names: Vec<&str> = t.functions().map(|f| f.name()).collect();
         assert_eq!(names, ["B", "_a", "a", "b"]);
     }
 

@@ -157,7 +157,7 @@ fn vmlinux_function_table_covers_every_reference_func() {
     // The table's own shape on this kernel: no .part piece or .cold piece is a
     // function; every symbol of a name shares the name up to its first '.'.
     for f in table.functions() {
-        for s in &f.syms {
+        for s in f.syms {
             assert_eq!(s.name.split('.').next().unwrap(), f.name());
             assert!(!s.suffix().contains(".part") && !s.suffix().contains(".cold"));
         }
@@ -170,15 +170,10 @@ fn vmlinux_function_table_covers_every_reference_func() {
     // ambiguous names are many: the rules are exercised on this corpus.
     let clone_only = table
         .functions()
-        .iter()
         .filter(|f| f.syms.iter().all(|s| !s.suffix().is_empty()))
         .filter(|f| facts.funcs.contains_key(f.name()))
         .count();
-    let ambiguous_names = table
-        .functions()
-        .iter()
-        .filter(|f| f.ambiguous_addr)
-        .count();
+    let ambiguous_names = table.functions().filter(|f| f.ambiguous_addr).count();
     eprintln!("clone-only names emitted: {clone_only}; ambiguous names: {ambiguous_names}");
     assert!(clone_only > 0 && ambiguous_names > 0);
     // Lookup by address finds each kept symbol.
@@ -416,8 +411,8 @@ fn opened_inputs_share_their_parse() {
         let data = map(&path);
         let alone = ElfSymbols::parse(&path, &data).expect("symbols");
         assert_eq!(
-            syms.functions.functions(),
-            alone.functions.functions(),
+            syms.functions.functions().collect::<Vec<_>>(),
+            alone.functions.functions().collect::<Vec<_>>(),
             "{name}"
         );
         assert_eq!(syms.sections, alone.sections, "{name}");
@@ -459,8 +454,8 @@ fn symbol_halves_read_on_two_threads_are_the_whole_tables() {
             });
             let what = format!("{name}, rest first: {rest_first}");
             assert_eq!(
-                syms.functions.functions(),
-                alone.functions.functions(),
+                syms.functions.functions().collect::<Vec<_>>(),
+                alone.functions.functions().collect::<Vec<_>>(),
                 "{what}"
             );
             assert_eq!(syms.sections, alone.sections, "{what}");

@@ -99,7 +99,7 @@ impl FuncRules {
     pub fn new(syms: Arc<ElfSymbols>, features: &Features) -> FuncRules {
         let funcs = syms.functions.functions();
         let mut by_hash = HashMap::with_capacity_and_hasher(funcs.len(), Default::default());
-        for (i, f) in funcs.iter().enumerate() {
+        for (i, f) in funcs.enumerate() {
             // ELF symbol indices are 32-bit. Of names with one hash, the first is
             // kept (`function_index` looks the others up by name).
             let i = u32::try_from(i).unwrap_or(u32::MAX);
@@ -252,7 +252,7 @@ pub(super) fn save_funcs(
             annots_len: idx32(u.annots.len()) - annots_start,
             flags,
             true_sym: if rules.true_signature {
-                true_sym(ef, f.low_pc)
+                true_sym(&ef, f.low_pc)
             } else {
                 None
             },
@@ -263,7 +263,7 @@ pub(super) fn save_funcs(
 
 /// pahole's true-signature symbol: the first symbol (in `.symtab` order) at exactly
 /// `addr` whose name has a `.` (`foo.isra.0`), if any.
-fn true_sym(ef: &crate::symbols::ElfFunction, addr: u64) -> Option<u32> {
+fn true_sym(ef: &crate::symbols::ElfFunction<'_>, addr: u64) -> Option<u32> {
     if addr == 0 {
         return None;
     }
