@@ -340,16 +340,16 @@ pub struct VarDie<'a> {
 #[derive(Debug)]
 pub struct CuTypes<'a> {
     /// Unit offset of each entry of `types` (strictly increasing).
-    pub offsets: &'a [u32],
+    pub offsets: Vec<u32>,
     /// For each `2^BUCKET_SHIFT` bytes of the unit, the first entry of `offsets`
     /// at or past their start ([`index_buckets`]): a reference is resolved by a
     /// short scan from there, not a binary search of the whole unit (one per
     /// member, parameter and pointer: 5% of a run's cycles). Empty: search.
     pub buckets: &'a [u32],
     /// The type DIEs.
-    pub types: &'a [TypeDie<'a>],
+    pub types: Vec<TypeDie<'a>>,
     /// `btf_decl_tag` annotations of types and members.
-    pub decl_tags: &'a [DeclTagDie<'a>],
+    pub decl_tags: Vec<DeclTagDie<'a>>,
     /// `DW_AT_language` of the unit (0 if absent).
     pub language: u16,
     /// Address size of the unit (pointer size).
@@ -358,9 +358,9 @@ pub struct CuTypes<'a> {
     /// locations differently).
     pub producer_clang: bool,
     /// Unit-level subprograms, in DIE order.
-    pub funcs: &'a [FuncDie<'a>],
+    pub funcs: Vec<FuncDie<'a>>,
     /// Unit-level variables, in DIE order.
-    pub vars: &'a [VarDie<'a>],
+    pub vars: Vec<VarDie<'a>>,
     /// For reading parameter location lists (None for an empty unit).
     pub locs: Option<LocCtx<'a>>,
     /// The lowest `.debug_loclists` (or `.debug_loc`) offset the unit uses: its
@@ -428,15 +428,15 @@ impl<'a> CuTypes<'a> {
     /// An empty unit (e.g. one whose language is excluded).
     pub fn empty(language: u16, address_size: u8) -> CuTypes<'static> {
         CuTypes {
-            offsets: &[],
+            offsets: Vec::new(),
             buckets: &[],
-            types: &[],
-            decl_tags: &[],
+            types: Vec::new(),
+            decl_tags: Vec::new(),
             language,
             address_size,
             producer_clang: false,
-            funcs: &[],
-            vars: &[],
+            funcs: Vec::new(),
+            vars: Vec::new(),
             locs: None,
             loclists_start: u64::MAX,
             order: &[],
@@ -478,12 +478,12 @@ mod tests {
         }
         for offs in [&offsets[..], &offsets[..1], &[]] {
             let cu = CuTypes {
-                offsets: offs,
+                offsets: offs.to_vec(),
                 buckets: index_buckets(offs, &bump),
                 ..CuTypes::empty(0, 8)
             };
             let searched = CuTypes {
-                offsets: offs,
+                offsets: offs.to_vec(),
                 ..CuTypes::empty(0, 8)
             };
             for r in 0..o + 200 {

@@ -152,14 +152,11 @@ pub fn parse_group<'a, 'i: 'a>(
 /// leave the old copy there (a bump arena frees nothing until it is reset), and
 /// copying them into it at the end cost 1% of a run's instructions.
 pub(super) struct Acc<'a> {
-    // In the unit's arena, as what they hold is: from the heap, a unit's arrays
-    // were freed with it and their pages given back, to be faulted in again by
-    // the next unit's; the pooled arena keeps its pages.
-    pub(super) offsets: BVec<'a, u32>,
-    pub(super) types: BVec<'a, TypeDie<'a>>,
-    pub(super) decl_tags: BVec<'a, DeclTagDie<'a>>,
-    pub(super) funcs: BVec<'a, FuncDie<'a>>,
-    pub(super) vars: BVec<'a, VarDie<'a>>,
+    pub(super) offsets: Vec<u32>,
+    pub(super) types: Vec<TypeDie<'a>>,
+    pub(super) decl_tags: Vec<DeclTagDie<'a>>,
+    pub(super) funcs: Vec<FuncDie<'a>>,
+    pub(super) vars: Vec<VarDie<'a>>,
     /// Composites with nested type DIEs: (index, index of the last nested type).
     pub(super) nests: Vec<(u32, u32)>,
     pub(super) bump: &'a Bump,
@@ -177,11 +174,11 @@ struct UnitInfo<'a> {
 impl<'a> Acc<'a> {
     fn new(bump: &'a Bump) -> Acc<'a> {
         Acc {
-            offsets: BVec::new_in(bump),
-            types: BVec::new_in(bump),
-            decl_tags: BVec::new_in(bump),
-            funcs: BVec::new_in(bump),
-            vars: BVec::new_in(bump),
+            offsets: Vec::new(),
+            types: Vec::new(),
+            decl_tags: Vec::new(),
+            funcs: Vec::new(),
+            vars: Vec::new(),
             nests: Vec::new(),
             bump,
         }
@@ -206,14 +203,14 @@ impl<'a> Acc<'a> {
         let bump = self.bump;
         CuTypes {
             buckets: super::types::index_buckets(&self.offsets, bump),
-            offsets: self.offsets.into_bump_slice(),
-            types: self.types.into_bump_slice(),
-            decl_tags: self.decl_tags.into_bump_slice(),
+            offsets: self.offsets,
+            types: self.types,
+            decl_tags: self.decl_tags,
             language: info.language,
             address_size: info.address_size,
             producer_clang: info.producer_clang,
-            funcs: self.funcs.into_bump_slice(),
-            vars: self.vars.into_bump_slice(),
+            funcs: self.funcs,
+            vars: self.vars,
             locs: info.locs,
             loclists_start: info.loclists_start,
             order,

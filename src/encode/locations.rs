@@ -50,7 +50,7 @@ impl FuncScratch {
             self.param_index.sort_unstable();
         }
         let mut locs = std::mem::take(&mut self.locs);
-        for f in cu.funcs {
+        for f in &cu.funcs {
             locs.extend(f.params.iter().map(|p| self.own_loc(cu, p, abi)));
         }
         self.locs = locs;

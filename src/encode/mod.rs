@@ -459,10 +459,10 @@ mod tests {
             },
         ];
         let cu = CuTypes {
-            offsets: &[10, 20, 30, 40, 50, 60, 70],
+            offsets: vec![10, 20, 30, 40, 50, 60, 70],
             buckets: &[],
-            types: &types,
-            decl_tags: &[],
+            types: types.to_vec(),
+            decl_tags: Vec::new(),
             language: 0x1d,
             address_size: 8,
             ..CuTypes::empty(0, 8)
@@ -518,10 +518,10 @@ mod limit_tests {
             members: &members,
         }];
         let cu = CuTypes {
-            offsets: &[10],
+            offsets: vec![10],
             buckets: &[],
-            types: &types,
-            decl_tags: &[],
+            types: types.to_vec(),
+            decl_tags: Vec::new(),
             language: 0,
             address_size: 8,
             ..CuTypes::empty(0, 8)

@@ -217,7 +217,7 @@ pub(super) fn encode_types(
     };
     let mut deferred = Vec::new();
     if st.decl_tag {
-        for d in cu.decl_tags {
+        for d in &cu.decl_tags {
             let target = ids[d.target as usize];
             if target == ALIAS {
                 continue;

@@ -75,7 +75,7 @@ impl VarRules {
         if !self.include.iter().any(|&b| b) {
             return Ok(out);
         }
-        for v in cu.vars {
+        for v in &cu.vars {
             // Incomplete declarations; definitions of `extern`-declared
             // variables carry a specification and are kept.
             if v.declaration && v.spec.0 == 0 {
