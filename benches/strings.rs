@@ -15,7 +15,8 @@
 
 use dwarf2btf::btf::{Btf, StrOffset};
 use dwarf2btf::dwarf::types::Name;
-use dwarf2btf::encode::strings::{FxHasher, StrIndex};
+use dwarf2btf::encode::strings::StrIndex;
+use dwarf2btf::hash::FxHasher;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicUsize, Ordering};

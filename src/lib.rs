@@ -19,6 +19,7 @@ pub mod elf_write;
 pub mod emit;
 pub mod encode;
 mod error;
+pub mod hash;
 pub mod kfuncs;
 #[allow(unsafe_code)]
 // the crate's one use of it: mapping files, releasing pages, mimalloc's option

@@ -14,6 +14,9 @@
 //!
 //! See docs/pahole-functions.md for the rules and where they come from.
 
+use crate::hash::{hash_str, Prehashed};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::path::Path;
 
 use object::elf;
@@ -141,6 +144,11 @@ pub struct FunctionTable {
     funcs: Vec<(u32, bool)>,
     /// (address, function index, index in `syms`), sorted by address then position.
     by_addr: Vec<(u64, u32, u32)>,
+    /// The hash of each base name → its function's index ([`FunctionTable::index_of`]:
+    /// a look-up per subprogram of every unit instead of a binary search over
+    /// string compares). Built with the table, so on the thread that reads it, not
+    /// where the two halves of the symbol tables are joined.
+    by_hash: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
     /// How many `STT_FUNC` symbols were dropped as `.cold` / `.part` pieces.
     pieces_skipped: usize,
 }
@@ -177,10 +185,16 @@ impl FunctionTable {
                 .then_with(|| base(x).cmp(base(y)))
                 .then(x.1.cmp(&y.1))
         });
-        // Where each name's run starts, in sorted positions.
+        // Where each name's run starts, in sorted positions. Of names with one
+        // hash, the first is kept in `by_hash` (`index_of` looks the others up by
+        // name).
         let mut funcs = Vec::new();
+        let mut by_hash = HashMap::default();
         for k in 0..order.len() {
             if k == 0 || base(&order[k - 1]) != base(&order[k]) {
+                by_hash
+                    .entry(hash_str(base(&order[k]).as_bytes()))
+                    .or_insert(index32(funcs.len()));
                 funcs.push((index32(k), false));
             }
         }
@@ -201,6 +215,7 @@ impl FunctionTable {
             syms,
             funcs,
             by_addr,
+            by_hash,
             pieces_skipped,
         }
     }
@@ -227,6 +242,19 @@ impl FunctionTable {
             .binary_search_by(|&(start, _)| base_name(&self.syms[start as usize].name).cmp(name))
             .ok()
             .map(|i| (i, self.get(i)))
+    }
+
+    /// The index of the function whose base name is `name`.
+    pub fn index_of(&self, name: &[u8]) -> Option<u32> {
+        match self.by_hash.get(&hash_str(name)) {
+            Some(&i) if self.get(i as usize).name().as_bytes() == name => Some(i),
+            // Another name with the same hash, or none.
+            Some(_) => {
+                let (i, _) = self.find(std::str::from_utf8(name).ok()?)?;
+                u32::try_from(i).ok()
+            }
+            None => None,
+        }
     }
 
     /// The function at index `i` (from [`FunctionTable::find`]).

@@ -102,7 +102,7 @@ mod table;
 pub use engine::{btf_keys, name_key, BatchBuilder, Lead, LocalBatch, PreparedBatch, Preparer};
 
 use crate::btf::Btf;
-use crate::encode::strings::FxHasher;
+use crate::hash::FxHasher;
 use std::fmt;
 use std::hash::BuildHasherDefault;
 use std::sync::Arc;

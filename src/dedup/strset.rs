@@ -5,7 +5,7 @@
 //! first; the dedup only looks strings up by content, and never appends to a base.)
 
 use super::FxHashMap;
-use crate::encode::strings::FxHasher;
+use crate::hash::FxHasher;
 use std::hash::Hasher;
 
 /// Hash of a byte string.

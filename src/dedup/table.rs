@@ -11,7 +11,7 @@
 //! newest first, reversed once per growth since insertion. We keep one linked list
 //! per key and apply the reversals lazily, counting growths in an epoch number.
 
-use crate::encode::strings::FxHasher;
+use crate::hash::FxHasher;
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 

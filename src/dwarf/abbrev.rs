@@ -12,7 +12,7 @@
 use super::die::{Cur, DieError, UnitEnc};
 use super::error::DwarfErrorKind;
 use super::plan::Plan;
-use crate::encode::strings::FxHasher;
+use crate::hash::FxHasher;
 use gimli::constants::DW_FORM_implicit_const;
 use gimli::{DwAt, DwForm, DwTag};
 use std::collections::HashMap;

@@ -4,15 +4,12 @@
 //! [`super::FuncEncoder`].
 
 use super::abi::Abi;
-use super::strings::{hash_str, Prehashed};
 use super::types::Unit;
 use super::vars::VarRules;
 use super::{idx32, true_sig, Features, Out};
 use crate::btf::{Param, StrOffset, TypeId};
 use crate::dwarf::types::{CuTypes, DieRef, FuncDie, Name};
 use crate::symbols::ElfSymbols;
-use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 /// `optimized_parms`: a parameter is optimized out or has no location.
@@ -70,10 +67,6 @@ pub struct UnitFuncs {
 /// ELF symbols, read once and shared by the workers.
 pub struct FuncRules {
     pub(super) syms: Arc<ElfSymbols>,
-    /// The hash of each name of the function table → its index (a hash lookup per
-    /// subprogram instead of a binary search over string compares). Keyed by the
-    /// hash, not a copy of the name: the table holds the names.
-    by_hash: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
     /// The target's argument registers.
     pub(super) abi: Abi,
     true_signature: bool,
@@ -83,32 +76,14 @@ pub struct FuncRules {
 impl FuncRules {
     /// The index in the function table of the function named `name`.
     fn function_index(&self, name: &[u8]) -> Option<u32> {
-        let table = &self.syms.functions;
-        match self.by_hash.get(&hash_str(name)) {
-            Some(&i) if table.get(i as usize).name().as_bytes() == name => Some(i),
-            // Another name with the same hash, or none.
-            Some(_) => {
-                let (i, _) = table.find(std::str::from_utf8(name).ok()?)?;
-                u32::try_from(i).ok()
-            }
-            None => None,
-        }
+        self.syms.functions.index_of(name)
     }
 
     /// The rules for the file `syms` describes.
     pub fn new(syms: Arc<ElfSymbols>, features: &Features) -> FuncRules {
-        let funcs = syms.functions.functions();
-        let mut by_hash = HashMap::with_capacity_and_hasher(funcs.len(), Default::default());
-        for (i, f) in funcs.enumerate() {
-            // ELF symbol indices are 32-bit. Of names with one hash, the first is
-            // kept (`function_index` looks the others up by name).
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
-            by_hash.entry(hash_str(f.name().as_bytes())).or_insert(i);
-        }
         FuncRules {
             abi: Abi::of(syms.machine),
             vars: VarRules::new(&syms, features),
-            by_hash,
             syms,
             true_signature: features.true_signature,
         }

@@ -10,10 +10,10 @@ use super::candidates::{
     UNCERTAIN_PARM_LOC, UNEXPECTED_REG,
 };
 use super::skips::{FuncSkip, SkipReason};
-use super::strings::FxHasher;
 use super::vars::{emit_var, PendingVar, VarSections};
 use super::{push_decl_tag, EncodeError, EncoderState, Features, UnitRecords};
 use crate::btf::{Btf, Param, StrOffset, Type, TypeId, TypeKind};
+use crate::hash::FxHasher;
 use crate::kfuncs::Kfuncs;
 use crate::symbols::ElfSymbols;
 use std::collections::HashMap;

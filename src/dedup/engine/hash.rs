@@ -20,7 +20,7 @@ pub fn name_key(s: &[u8]) -> u64 {
     if s.is_empty() {
         0
     } else {
-        crate::encode::strings::hash_str(s)
+        crate::hash::hash_str(s)
     }
 }
 
