@@ -137,7 +137,7 @@ pub fn run_tuned(opts: &Options, tuning: &Tuning) -> Result<Vec<FuncSkip>, Error
     let (bytes, skips, input) = encode_input_bytes(opts, tuning, base.clone())?;
     // With several workers, the output is checked on two more threads while it is
     // written.
-    let threads = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs)) > 1;
+    let threads = worker_count(opts, tuning) > 1;
     phase(t, "write", || {
         crate::emit::write_output(opts, &input, bytes, base.as_ref(), threads)
     })?;
@@ -251,6 +251,11 @@ pub fn workers_for(jobs: usize) -> usize {
     jobs.clamp(1, cpus)
 }
 
+/// The run's workers: as tuned, else as many as `-j` allows on this machine.
+fn worker_count(opts: &Options, tuning: &Tuning) -> usize {
+    tuning.workers.unwrap_or_else(|| workers_for(opts.jobs))
+}
+
 /// What a worker owns for one parsed unit: its arena, and what the parse needs from
 /// the run (so that the parse may borrow the arena for less than `'i`).
 struct UnitOwner<'i> {
@@ -327,7 +332,7 @@ fn encode_units(
     // that two threads read at once (the others wait): every unit's functions and
     // variables are selected against them.
     let halves = SymbolHalves::new(input, opts.features.decl_tag_kfuncs);
-    let workers = tuning.workers.unwrap_or_else(|| workers_for(opts.jobs));
+    let workers = worker_count(opts, tuning);
     std::thread::scope(|scope| {
         // With several workers, a thread starts on one half while the units are
         // listed, before any worker runs: the workers' first units otherwise wait

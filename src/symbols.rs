@@ -185,18 +185,20 @@ impl FunctionTable {
                 .then_with(|| base(x).cmp(base(y)))
                 .then(x.1.cmp(&y.1))
         });
-        // Where each name's run starts, in sorted positions. Of names with one
-        // hash, the first is kept in `by_hash` (`index_of` looks the others up by
-        // name).
+        // Where each name's run starts, in sorted positions.
         let mut funcs = Vec::new();
-        let mut by_hash = HashMap::default();
         for k in 0..order.len() {
             if k == 0 || base(&order[k - 1]) != base(&order[k]) {
-                by_hash
-                    .entry(hash_str(base(&order[k]).as_bytes()))
-                    .or_insert(index32(funcs.len()));
                 funcs.push((index32(k), false));
             }
+        }
+        // Of names with one hash, the first is kept (`index_of` looks the others
+        // up by name).
+        let mut by_hash = HashMap::with_capacity_and_hasher(funcs.len(), Default::default());
+        for (fi, &(k, _)) in funcs.iter().enumerate() {
+            by_hash
+                .entry(hash_str(base(&order[k as usize]).as_bytes()))
+                .or_insert(index32(fi));
         }
         let mut perm: Vec<u32> = order.iter().map(|o| o.1).collect();
         drop(order);
@@ -798,6 +800,52 @@ mod tests {
         fn shareable<T: Send + Sync + 'static>() {}
         shareable::<ElfSymbols>();
         shareable::<crate::kfuncs::Kfuncs>();
+    }
+
+    #[test]
+    fn permuting_in_place_follows_every_cycle() {
+        // Cycles of lengths 3, 2 and 1, and one of 4 with elements in between.
+        let order = [2u32, 0, 1, 4, 3, 5, 9, 6, 7, 8];
+        let mut v: Vec<char> = "abcdefghij".chars().collect();
+        let want: Vec<char> = order.iter().map(|&i| v[i as usize]).collect();
+        permute_in_place(&mut v, &mut order.clone());
+        assert_eq!(v, want);
+        let mut none: [u8; 0] = [];
+        permute_in_place(&mut none, &mut []);
+    }
+
+    #[test]
+    fn names_are_found_by_their_hash_index() {
+        let t = FunctionTable::from_syms([
+            sym("foo", 0x100),
+            sym("bar.isra.0", 0x200),
+            sym("bar", 0x300),
+            sym("baz.constprop.1", 0x400),
+        ]);
+        for (i, f) in t.functions().enumerate() {
+            assert_eq!(
+                t.index_of(f.name().as_bytes()),
+                Some(index32(i)),
+                "{}",
+                f.name()
+            );
+        }
+        assert_eq!(t.index_of(b"baz"), t.find("baz").map(|(i, _)| index32(i)));
+        assert_eq!(
+            t.index_of(b"bar.isra.0"),
+            None,
+            "a symbol name, not a base name"
+        );
+        assert_eq!(t.index_of(b"qux"), None);
+        assert_eq!(t.index_of(b""), None);
+        // A hash shared with another name (made here by hand) is told apart by the
+        // name: "qux" is still absent, and "baz" is found by its name.
+        let mut t = t;
+        let (foo, _) = t.find("foo").unwrap();
+        t.by_hash.insert(hash_str(b"qux"), index32(foo));
+        t.by_hash.insert(hash_str(b"baz"), index32(foo));
+        assert_eq!(t.index_of(b"qux"), None);
+        assert_eq!(t.index_of(b"baz"), t.find("baz").map(|(i, _)| index32(i)));
     }
 
     #[test]

@@ -75,9 +75,14 @@ impl FuncEncoder {
     }
 
     /// At most how many types [`FuncEncoder::finish`] will add: a FUNC_PROTO and a
-    /// FUNC per saved record, a DECL_TAG per tag, a DATASEC per section.
+    /// FUNC per saved record, a DECL_TAG per tag, a DATASEC per section, and for a
+    /// merged unit its deferred type decl tags and VARs.
     pub fn types_to_come(&self) -> usize {
-        2 * self.saved.len() + self.annots.len() + self.vars.sections()
+        let deferred = self
+            .merged
+            .as_ref()
+            .map_or(0, |m| m.tags.len() + m.vars.len());
+        2 * self.saved.len() + self.annots.len() + self.vars.sections() + deferred
     }
 
     /// Appends the records of the next unit, in unit order: `id` gives the run's id

@@ -333,10 +333,11 @@ impl UnitTypeSink for Flattening {
     }
 
     fn take(&mut self, t: &Type, strings: &UnitInterner) {
-        let base = matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. });
-        if let (Some(bases), true) = (&mut self.bases, base) {
-            let id = u32::try_from(self.batch.len()).expect("a unit's types have u32 ids");
-            bases.push((id, t.clone()));
+        if let Some(bases) = &mut self.bases {
+            if matches!(t.kind, TypeKind::Int { .. } | TypeKind::Float { .. }) {
+                let id = u32::try_from(self.batch.len()).expect("a unit's types have u32 ids");
+                bases.push((id, t.clone()));
+            }
         }
         self.batch.push(t, &|o| strings.key(o));
     }
