@@ -41,14 +41,7 @@ struct Phase {
     name: &'static str,
     took: Duration,
     cpu: Option<f64>,
-    memory: Option<Memory>,
-}
-
-/// The process's resident set and its peak so far, in bytes.
-#[derive(Clone, Copy, Debug)]
-struct Memory {
-    resident: u64,
-    peak: u64,
+    memory: Option<arena::rss::Status>,
 }
 
 /// The figures of one run.
@@ -84,7 +77,7 @@ impl Timings {
         let r = f();
         let took = t.elapsed();
         let cpu = cpu.zip(process_cpu_seconds()).map(|(a, b)| b - a);
-        let memory = process_memory();
+        let memory = arena::rss::Status::read().ok();
         self.phases
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -126,8 +119,9 @@ impl Timings {
             }
             if let Some(m) = p.memory {
                 out += &format!(
-                    ", RSS {:>6.1} MB (peak {:.1})",
-                    megabytes(m.resident),
+                    ", RSS {:>6.1} MB (file {:.1}, peak {:.1})",
+                    megabytes(m.current),
+                    megabytes(m.file),
                     megabytes(m.peak)
                 );
             }
@@ -163,21 +157,6 @@ fn seconds(ns: u64) -> f64 {
 #[allow(clippy::cast_precision_loss)] // a process's bytes stay far below 2^52
 fn megabytes(bytes: u64) -> f64 {
     bytes as f64 / 1e6
-}
-
-/// The process's resident set and peak resident set so far (`VmRSS`, `VmHWM` of
-/// `/proc/self/status`, in kB there), or None where that file is not.
-fn process_memory() -> Option<Memory> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let field = |key: &str| -> Option<u64> {
-        let line = status.lines().find(|l| l.starts_with(key))?;
-        let kb: u64 = line[key.len()..].split_whitespace().next()?.parse().ok()?;
-        Some(kb * 1024)
-    };
-    Some(Memory {
-        resident: field("VmRSS:")?,
-        peak: field("VmHWM:")?,
-    })
 }
 
 /// The calling thread's CPU time so far, in nanoseconds: exact where the system
@@ -238,18 +217,18 @@ mod tests {
 
     #[test]
     fn memory_is_read_and_peak_covers_a_touched_block() {
-        let before = process_memory().expect("/proc/self/status on Linux");
-        assert!(before.resident > 0 && before.peak >= before.resident);
+        let before = arena::rss::Status::read().expect("/proc/self/status on Linux");
+        assert!(before.current > 0 && before.peak >= before.current);
         // 16 MB written page by page is resident while it is held, whatever the
         // other tests of this process allocate or free meanwhile.
         let block = vec![1u8; 16 << 20];
-        let during = process_memory().unwrap();
+        let during = arena::rss::Status::read().unwrap();
         assert!(std::hint::black_box(&block)
             .iter()
             .step_by(4096)
             .all(|&b| b == 1));
-        assert!(during.resident >= 16 << 20, "{before:?} {during:?}");
-        assert!(during.peak >= during.resident);
+        assert!(during.current >= 16 << 20, "{before:?} {during:?}");
+        assert!(during.peak >= during.current);
         let t = Timings::new();
         t.phase("touch", || ());
         assert!(t.report().contains("RSS"), "{}", t.report());
