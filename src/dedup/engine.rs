@@ -328,14 +328,8 @@ impl Engine {
     }
 
     #[inline]
-    fn resolve(&self, mut id: u32) -> u32 {
-        loop {
-            let m = self.map[id as usize];
-            if m > MAX_ID || m == id {
-                return id;
-            }
-            id = m;
-        }
+    fn resolve(&self, id: u32) -> u32 {
+        resolve_in(&self.map, id)
     }
 
     /// A FWD resolved to a STRUCT/UNION becomes that; anything else stays.
@@ -499,5 +493,18 @@ impl Engine {
     /// Number of types kept so far past the real base.
     pub fn own_types(&self) -> u32 {
         self.n_ids() - 1 - self.base_types
+    }
+}
+
+/// The end of `id`'s chain in `map` (see [`Engine::resolve`]), for callers that
+/// hold other fields of the engine mutably.
+#[inline]
+fn resolve_in(map: &[u32], mut id: u32) -> u32 {
+    loop {
+        let m = map[id as usize];
+        if m > MAX_ID || m == id {
+            return id;
+        }
+        id = m;
     }
 }

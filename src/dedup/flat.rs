@@ -238,12 +238,6 @@ impl<'a> Rec<'a> {
         &self.0[HEAD..]
     }
 
-    /// The whole record.
-    #[inline]
-    pub fn words(self) -> &'a [u32] {
-        self.0
-    }
-
     /// ARRAY's element type.
     #[inline]
     pub fn array_elem(self) -> u32 {

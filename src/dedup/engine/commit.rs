@@ -3,7 +3,7 @@
 //! the kept types as raw BTF.
 
 use super::super::flat::*;
-use super::{invalid, Engine, UNPROCESSED};
+use super::{invalid, resolve_in, Engine, UNPROCESSED};
 use crate::btf::write::RawWriter;
 use crate::btf::{Endian, KindLayout};
 use crate::dedup::DedupError;
@@ -29,22 +29,31 @@ impl Engine {
                     .push(if x < s { x } else { new_ids[(x - s) as usize] });
             }
         }
-        let mut out: Vec<u32> = Vec::new();
-        let mut out_offs: Vec<u32> = Vec::new();
+        // The kept records move down in place, each to where the one before it
+        // ended: a kept record never starts after its old place, and the records
+        // after it are read before they can be overwritten. (Copying them out and
+        // back grew a fresh vector for every unit, on the ordered stage.)
+        let base_len = self.offs[s as usize];
+        let mut end = base_len as usize;
+        let mut out_offs: Vec<u32> = Vec::with_capacity((next - s) as usize);
+        let map = &self.map;
+        let w = &mut self.w;
         for id in s..e {
-            if self.map[id as usize] != id {
+            if map[id as usize] != id {
                 continue;
             }
-            let start = out.len();
-            out.extend_from_slice(self.rec(id).words());
+            let from = self.offs[id as usize] as usize..self.offs[id as usize + 1] as usize;
+            let start = end;
+            end += from.len();
+            w.copy_within(from, start);
             let mut bad = None;
-            for_each_ref_pos(out[start + 1], |p| {
-                let x = self.resolve(out[start + p]);
+            for_each_ref_pos(w[start + 1], |p| {
+                let x = resolve_in(map, w[start + p]);
                 let y = if x < s { x } else { new_ids[(x - s) as usize] };
                 if y == UNPROCESSED {
                     bad = Some(x);
                 }
-                out[start + p] = y;
+                w[start + p] = y;
             });
             if let Some(x) = bad {
                 return Err(invalid(
@@ -54,13 +63,11 @@ impl Engine {
             }
             // Fewer words than the batch's, whose offsets are `u32`s.
             #[allow(clippy::cast_possible_truncation)]
-            out_offs.push(out.len() as u32);
+            out_offs.push(end as u32);
         }
-        let base_len = self.offs[s as usize];
-        self.w.truncate(base_len as usize);
-        self.w.extend_from_slice(&out);
+        self.w.truncate(end);
         self.offs.truncate(s as usize + 1);
-        self.offs.extend(out_offs.iter().map(|o| o + base_len));
+        self.offs.extend_from_slice(&out_offs);
         self.clear_hypot();
         let incremental = self.batch_keys.is_some();
         for x in std::mem::take(&mut self.dirty_fixed) {
