@@ -106,12 +106,13 @@ impl Preparer {
 }
 
 impl LocalBatch {
-    /// Room for `n` more types of `words` words in all.
+    /// Room for `n` more types of `words` words in all (the references and names
+    /// estimated as in [`Preparer::start_local`]).
     pub fn reserve(&mut self, n: usize, words: usize) {
         self.words.reserve(words);
         self.ends.reserve(n);
-        self.refs.reserve(2 * n);
-        self.strs.reserve(2 * n);
+        self.refs.reserve(words / 3 + n);
+        self.strs.reserve(words / 3 + n);
         self.passes.reserve(n);
     }
 
