@@ -190,12 +190,14 @@ impl<'a> Acc<'a> {
     /// densest tenth, which a room of one per 40 bytes left growing: 0.9% of the
     /// instructions on the c1-clang kernel) and a function per 880: room for one
     /// per 24 and 256 bytes is seldom short, and what is not used is never touched.
+    /// The arrays are made anew for each unit: their sizes are kept to few of the
+    /// allocator's size classes ([`arena::classes`]).
     fn reserve_for(&mut self, bytes: u64) {
         let n = |per: u64| usize::try_from(bytes / per).unwrap_or(0);
-        self.offsets.reserve(n(24));
-        self.types.reserve(n(24));
-        self.funcs.reserve(n(256));
-        self.vars.reserve(n(256));
+        arena::classes::reserve(&mut self.offsets, n(24));
+        arena::classes::reserve(&mut self.types, n(24));
+        arena::classes::reserve(&mut self.funcs, n(256));
+        arena::classes::reserve(&mut self.vars, n(256));
     }
 
     fn finish(mut self, info: UnitInfo<'a>) -> CuTypes<'a> {

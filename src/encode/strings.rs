@@ -291,12 +291,13 @@ impl UnitInterner {
         }
         // The next unit starts with room for as many names as this one had: units
         // are alike in size, and growing the table by doubling copies it again and
-        // again.
+        // again. The room is rounded to few size classes (`arena::classes`).
+        let room = arena::classes::capacity;
         let next = UnitStrings {
-            blob: Vec::with_capacity(self.out.blob.len()),
-            hashes: Vec::with_capacity(self.out.hashes.len()),
-            known: Vec::with_capacity(self.out.known.len()),
-            unknown: Vec::with_capacity(self.out.unknown.len()),
+            blob: Vec::with_capacity(room(self.out.blob.len())),
+            hashes: Vec::with_capacity(room(self.out.hashes.len())),
+            known: Vec::with_capacity(room(self.out.known.len())),
+            unknown: Vec::with_capacity(room(self.out.unknown.len())),
         };
         std::mem::replace(&mut self.out, next)
     }

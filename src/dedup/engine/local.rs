@@ -107,12 +107,13 @@ impl Preparer {
 
 impl LocalBatch {
     /// Room for `n` more types of `words` words in all (the references and names
-    /// estimated as in [`Preparer::start_local`]).
+    /// estimated as in [`Preparer::start_local`]), in few size classes
+    /// ([`arena::classes`]): a batch is made anew for every unit.
     pub fn reserve(&mut self, n: usize, words: usize) {
-        self.words.reserve(words);
-        self.ends.reserve(n);
-        self.refs.reserve(words / 3 + n);
-        self.strs.reserve(words / 3 + n);
+        arena::classes::reserve(&mut self.words, words);
+        arena::classes::reserve(&mut self.ends, n);
+        arena::classes::reserve(&mut self.refs, words / 3 + n);
+        arena::classes::reserve(&mut self.strs, words / 3 + n);
         self.passes.reserve(n);
     }
 
