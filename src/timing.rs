@@ -231,6 +231,10 @@ mod tests {
         assert!(during.peak >= during.current);
         let t = Timings::new();
         t.phase("touch", || ());
-        assert!(t.report().contains("RSS"), "{}", t.report());
+        let report = t.report();
+        assert!(
+            report.contains("RSS") && report.contains("(file "),
+            "{report}"
+        );
     }
 }

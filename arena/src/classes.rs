@@ -5,9 +5,10 @@
 //! own, and a page touched once stays resident while any block in it lives. Sized
 //! to each unit exactly, those vectors spread over dozens of classes, a few partly
 //! used pages each, and every further worker thread repeats that set. Rounded up to
-//! a power of two they fall into a handful: on the corpus vmlinux 1.0 MB less peak
-//! RSS at -j1 and 2.6-3.0 MB less at -j2 (five runs each), the time unchanged. The
-//! rounding adds only address space: room a unit does not fill is never touched.
+//! a power of two they fall into a handful: on the corpus vmlinux 0.7 MB less peak
+//! RSS at -j1 and 3.1 MB less at -j2 (medians of five interleaved runs), the time
+//! unchanged. The rounding adds only address space: room a unit does not fill is
+//! never touched.
 
 /// The capacity to give a vector that must hold `n` elements: `n` rounded up to a
 /// power of two (0 stays 0; `n` itself where no power of two is that large).
