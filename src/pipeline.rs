@@ -523,11 +523,11 @@ fn encode_units_with(
         // The functions and DATASECs refer to kept types: they are added after them,
         // and the final one-shot dedup runs over the kept types and these.
         let kept = inc
-            .kept_btf(state.btf(), funcs.types_to_come())
+            .kept_types(funcs.types_to_come())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
         fin = Some(inc.final_pass());
         drop(inc);
-        *state.btf_mut().types_mut() = kept.into_types();
+        *state.btf_mut().types_mut() = kept;
     }
     let skips = phase(t, "functions and variables", || funcs.finish(&mut state))
         .map_err(|e| Error::file(&opts.input, e.0))?;

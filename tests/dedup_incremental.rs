@@ -233,6 +233,11 @@ fn prepared_batches_equal_encoded_ones() {
     assert!(plain.len() > 1000, "kept {} types", plain.len());
     let bytes = |inc: &Incremental| btf::write::to_bytes(&inc.kept_btf(&src, 0).expect("kept"));
     assert!(bytes(&plain) == bytes(&prepared), "kept sets differ");
+    // The kept types alone, as the pipeline takes them (no string section copied),
+    // are those of the kept BTF, with the room asked for.
+    let types = plain.kept_types(7).expect("kept types");
+    assert_eq!(types, plain.kept_btf(&src, 0).expect("kept").into_types());
+    assert!(types.capacity() >= types.len() + 7);
 
     // A reference past the batch, after a string past the section's end: both
     // report the string, of the same type.

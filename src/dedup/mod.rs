@@ -357,6 +357,25 @@ impl Incremental {
             .map_err(DedupError::Output)
     }
 
+    /// The kept types as [`Incremental::kept_btf`] gives them, without a string
+    /// section: for a caller that puts them over the encoder's section it holds
+    /// already. Copying the section (2 MB on the corpus vmlinux) into the bytes
+    /// and out again cost the serial end of a run two copies and their page faults.
+    pub fn kept_types(&self, more: usize) -> Result<Vec<crate::btf::Type>, DedupError> {
+        let endian = self
+            .base
+            .as_ref()
+            .map_or(crate::btf::Endian::native(), |b| b.endian());
+        // The smallest section the reader accepts: names are not looked up.
+        let strings: &[u8] = if self.base.is_some() { &[] } else { &[0] };
+        let bytes = self
+            .engine
+            .to_bytes_with_strings(endian, &[], None, strings);
+        let btf = crate::btf::read::parse_with_room(&bytes, self.base.clone(), more)
+            .map_err(DedupError::Output)?;
+        Ok(btf.into_types())
+    }
+
     /// Number of types kept so far (not counting the base).
     pub fn len(&self) -> u32 {
         self.engine.own_types()
