@@ -33,10 +33,10 @@ pub fn merges_units(input: &ElfInput, dw: &DwarfInput<'_>) -> Result<bool, Error
         return Ok(on);
     }
     let abbrev = input.section(".debug_abbrev");
-    for (idx, h) in dw.units.iter().enumerate() {
-        if abbrevs_use_ref_addr(abbrev, h.debug_abbrev_offset().0)
-            .map_err(|e| dw.unit_error(idx, e))?
-        {
+    for (idx, u) in dw.units.iter().enumerate() {
+        // An offset into `.debug_abbrev`, a slice in memory.
+        #[allow(clippy::cast_possible_truncation)]
+        if abbrevs_use_ref_addr(abbrev, u.abbrev as usize).map_err(|e| dw.unit_error(idx, e))? {
             return Ok(true);
         }
     }
@@ -134,8 +134,9 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
     let mut front = (info_start <= map.len() && info.len() <= map.len() - info_start)
         .then(|| crate::mmap::ReleaseFront::new(info_start..info_start + info.len()));
     let mut released_to = 0u64;
-    for (idx, header) in dw.units.iter().enumerate() {
-        scan_unit(dw, idx, header, |target| {
+    for idx in 0..n {
+        let header = dw.header(idx)?;
+        scan_unit(dw, idx, &header, |target| {
             let t = starts.partition_point(|&s| s <= target).saturating_sub(1);
             let (lo, hi) = (t.min(idx), t.max(idx));
             reach[lo] = reach[lo].max(hi);

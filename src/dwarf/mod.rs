@@ -42,10 +42,23 @@ const RELEASE_STEP: usize = 4 << 20;
 pub struct DwarfInput<'a> {
     /// The gimli view of the sections.
     pub dwarf: gimli::Dwarf<Reader<'a>>,
-    /// The unit headers of `.debug_info`, in section order.
-    pub units: Vec<gimli::UnitHeader<Reader<'a>>>,
+    /// Where the units of `.debug_info` lie, in section order (each header is
+    /// read again when its unit is parsed: [`DwarfInput::header`]).
+    pub units: Vec<UnitPlace>,
     /// The file, for error messages.
     pub input: &'a ElfInput,
+}
+
+/// What the unit list keeps of a unit's header: its offsets in `.debug_info` and in
+/// `.debug_abbrev`. gimli's `UnitHeader` takes about 100 bytes, and a kernel built
+/// with several copies of its `.debug_info` has tens of thousands of units, whose
+/// headers were a megabyte of the run's peak.
+#[derive(Clone, Copy, Debug)]
+pub struct UnitPlace {
+    /// The unit's offset in `.debug_info`.
+    pub info: u64,
+    /// Its abbreviation table's offset in `.debug_abbrev`.
+    pub abbrev: u64,
 }
 
 impl<'a> DwarfInput<'a> {
@@ -94,7 +107,10 @@ impl<'a> DwarfInput<'a> {
                         let _ = front.release_through(map, info_start + at);
                         released_to = at;
                     }
-                    units.push(h)
+                    units.push(UnitPlace {
+                        info: at as u64,
+                        abbrev: h.debug_abbrev_offset().0 as u64,
+                    })
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -128,10 +144,18 @@ impl<'a> DwarfInput<'a> {
 
     /// The `.debug_info` offset where unit `idx` starts.
     pub fn unit_start(&self, idx: usize) -> u64 {
-        self.units[idx]
-            .offset()
-            .as_debug_info_offset()
-            .map_or(0, |o| o.0 as u64)
+        self.units[idx].info
+    }
+
+    /// The header of unit `idx`, read again (the listing read it once).
+    pub fn header(&self, idx: usize) -> Result<gimli::UnitHeader<Reader<'a>>, Error> {
+        // Listed units start inside `.debug_info`, a slice in memory.
+        #[allow(clippy::cast_possible_truncation)]
+        let at = gimli::DebugInfoOffset(self.units[idx].info as usize);
+        self.dwarf
+            .debug_info
+            .header_from_offset(at)
+            .map_err(|e| self.unit_error(idx, format!("bad unit header: {e}")))
     }
 
     /// The `.debug_info` offset where unit `idx` ends.

@@ -260,7 +260,7 @@ fn parse_cu_at<'a, 'i: 'a>(
     acc: &mut Acc<'a>,
     cache: &mut PlanCache,
 ) -> Result<UnitInfo<'a>, crate::Error> {
-    let header = dw.units[idx];
+    let header = dw.header(idx)?;
     let entries = header
         .range_from(UnitOffset(header.header_size())..)
         .map_err(|e| dw.dwarf_error(idx, None, e.into()))?;
