@@ -622,11 +622,11 @@ impl InputRelease {
         let map = input.map();
         let next = dw.units.get(idx + 1);
         if let Some(f) = &mut self.info {
-            let end = next.map_or(self.info_len, |u| usize::try_from(u.info).unwrap_or(0));
+            let end = next.map_or(self.info_len, |u| u.info);
             let _ = f.next_part(map, end);
         }
         if let (Some(f), Some(u)) = (&mut self.abbrev, next) {
-            let _ = f.next_part(map, usize::try_from(u.abbrev).unwrap_or(0));
+            let _ = f.next_part(map, u.abbrev);
         }
         if let Some(f) = self
             .loclists

@@ -101,7 +101,7 @@ mod table;
 
 pub use engine::{btf_keys, name_key, BatchBuilder, Lead, LocalBatch, PreparedBatch, Preparer};
 
-use crate::btf::Btf;
+use crate::btf::{Btf, Endian};
 use crate::hash::FxHasher;
 use std::fmt;
 use std::hash::BuildHasherDefault;
@@ -350,11 +350,7 @@ impl Incremental {
     /// [`Incremental::final_pass`], not a plain one-shot dedup, which would merge
     /// kept types libbpf keeps. With room for `more` types to be appended.
     pub fn kept_btf(&self, strings: &Btf, more: usize) -> Result<Btf, DedupError> {
-        let bytes =
-            self.engine
-                .to_bytes_with_strings(strings.endian(), &[], None, strings.strings());
-        crate::btf::read::parse_with_room(&bytes, self.base.clone(), more)
-            .map_err(DedupError::Output)
+        self.kept_over(strings.endian(), strings.strings(), more)
     }
 
     /// The kept types as [`Incremental::kept_btf`] gives them, without a string
@@ -362,18 +358,24 @@ impl Incremental {
     /// already. Copying the section (2 MB on the corpus vmlinux) into the bytes
     /// and out again cost the serial end of a run two copies and their page faults.
     pub fn kept_types(&self, more: usize) -> Result<Vec<crate::btf::Type>, DedupError> {
-        let endian = self
-            .base
-            .as_ref()
-            .map_or(crate::btf::Endian::native(), |b| b.endian());
         // The smallest section the reader accepts: names are not looked up.
         let strings: &[u8] = if self.base.is_some() { &[] } else { &[0] };
+        Ok(self.kept_over(self.endian(), strings, more)?.into_types())
+    }
+
+    /// The kept types written over the string section `strings` and read back,
+    /// with room for `more`.
+    fn kept_over(&self, endian: Endian, strings: &[u8], more: usize) -> Result<Btf, DedupError> {
         let bytes = self
             .engine
             .to_bytes_with_strings(endian, &[], None, strings);
-        let btf = crate::btf::read::parse_with_room(&bytes, self.base.clone(), more)
-            .map_err(DedupError::Output)?;
-        Ok(btf.into_types())
+        crate::btf::read::parse_with_room(&bytes, self.base.clone(), more)
+            .map_err(DedupError::Output)
+    }
+
+    /// The byte order of the base, or the machine's without one.
+    fn endian(&self) -> Endian {
+        self.base.as_ref().map_or(Endian::native(), |b| b.endian())
     }
 
     /// Number of types kept so far (not counting the base).
@@ -388,11 +390,7 @@ impl Incremental {
 
     /// The kept set as it is, without the final pass.
     pub fn snapshot(&self) -> Result<Btf, DedupError> {
-        let endian = self
-            .base
-            .as_ref()
-            .map_or(crate::btf::Endian::native(), |b| b.endian());
-        let bytes = self.engine.to_bytes(endian, &[], None);
+        let bytes = self.engine.to_bytes(self.endian(), &[], None);
         crate::btf::read::parse(&bytes, self.base.clone()).map_err(DedupError::Output)
     }
 

@@ -34,9 +34,7 @@ pub fn merges_units(input: &ElfInput, dw: &DwarfInput<'_>) -> Result<bool, Error
     }
     let abbrev = input.section(".debug_abbrev");
     for (idx, u) in dw.units.iter().enumerate() {
-        // An offset into `.debug_abbrev`, a slice in memory.
-        #[allow(clippy::cast_possible_truncation)]
-        if abbrevs_use_ref_addr(abbrev, u.abbrev as usize).map_err(|e| dw.unit_error(idx, e))? {
+        if abbrevs_use_ref_addr(abbrev, u.abbrev).map_err(|e| dw.unit_error(idx, e))? {
             return Ok(true);
         }
     }

@@ -50,15 +50,15 @@ pub struct DwarfInput<'a> {
 }
 
 /// What the unit list keeps of a unit's header: its offsets in `.debug_info` and in
-/// `.debug_abbrev`. gimli's `UnitHeader` takes about 100 bytes, and a kernel built
+/// `.debug_abbrev` (both sections are slices in memory). gimli's `UnitHeader` takes about 100 bytes, and a kernel built
 /// with several copies of its `.debug_info` has tens of thousands of units, whose
 /// headers were a megabyte of the run's peak.
 #[derive(Clone, Copy, Debug)]
 pub struct UnitPlace {
     /// The unit's offset in `.debug_info`.
-    pub info: u64,
+    pub info: usize,
     /// Its abbreviation table's offset in `.debug_abbrev`.
-    pub abbrev: u64,
+    pub abbrev: usize,
 }
 
 impl<'a> DwarfInput<'a> {
@@ -108,8 +108,8 @@ impl<'a> DwarfInput<'a> {
                         released_to = at;
                     }
                     units.push(UnitPlace {
-                        info: at as u64,
-                        abbrev: h.debug_abbrev_offset().0 as u64,
+                        info: at,
+                        abbrev: h.debug_abbrev_offset().0,
                     })
                 }
                 Ok(None) => break,
@@ -144,14 +144,12 @@ impl<'a> DwarfInput<'a> {
 
     /// The `.debug_info` offset where unit `idx` starts.
     pub fn unit_start(&self, idx: usize) -> u64 {
-        self.units[idx].info
+        self.units[idx].info as u64
     }
 
     /// The header of unit `idx`, read again (the listing read it once).
     pub fn header(&self, idx: usize) -> Result<gimli::UnitHeader<Reader<'a>>, Error> {
-        // Listed units start inside `.debug_info`, a slice in memory.
-        #[allow(clippy::cast_possible_truncation)]
-        let at = gimli::DebugInfoOffset(self.units[idx].info as usize);
+        let at = gimli::DebugInfoOffset(self.units[idx].info);
         self.dwarf
             .debug_info
             .header_from_offset(at)
