@@ -79,6 +79,24 @@ impl Noted<'_> {
         self.w.len() as u32
     }
 
+    /// A member's or parameter's words at once: one capacity check of the record's
+    /// vector for them all, not one a word. On the corpus vmlinux 1.2% fewer
+    /// instructions for the run (members 0.9%, parameters 0.2%); used for the
+    /// enumerators, arrays and entries too it gave back more than that (the
+    /// function is then inlined differently), so they keep [`Noted::put`].
+    #[inline]
+    fn put_all<const N: usize>(&mut self, words: [(u32, Word); N]) {
+        let at = self.at();
+        for (k, &(v, what)) in (0u32..).zip(&words) {
+            match what {
+                Word::Str if v != 0 => self.strs.push(at + k),
+                Word::Ref if v != 0 => self.refs.push(at + k),
+                _ => {}
+            }
+        }
+        self.w.extend_from_slice(&words.map(|(v, _)| v));
+    }
+
     #[inline]
     fn put(&mut self, v: u32, what: Word) {
         match what {
@@ -140,9 +158,11 @@ pub fn push_type_noted(w: &mut Vec<u32>, strs: &mut Vec<u32>, refs: &mut Vec<u32
         }
         T::Struct(c) | T::Union(c) => {
             for m in &c.members {
-                n.put(m.name.0, Word::Str);
-                n.put(m.type_id.0, Word::Ref);
-                n.put(m.offset, Word::Other);
+                n.put_all([
+                    (m.name.0, Word::Str),
+                    (m.type_id.0, Word::Ref),
+                    (m.offset, Word::Other),
+                ]);
             }
         }
         T::Enum { values, .. } => {
@@ -161,8 +181,7 @@ pub fn push_type_noted(w: &mut Vec<u32>, strs: &mut Vec<u32>, refs: &mut Vec<u32
         }
         T::FuncProto { params, .. } => {
             for p in params {
-                n.put(p.name.0, Word::Str);
-                n.put(p.type_id.0, Word::Ref);
+                n.put_all([(p.name.0, Word::Str), (p.type_id.0, Word::Ref)]);
             }
         }
         T::Datasec { entries, .. } => {
