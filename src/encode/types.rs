@@ -427,6 +427,11 @@ pub(super) struct Unit<'c, 'a> {
 impl Unit<'_, '_> {
     /// The local id a reference resolves to: void for none, for non-type DIEs and
     /// for alias chains ending in void.
+    ///
+    /// Inlined: 12 million calls on the corpus vmlinux, whose entry and exit were
+    /// 0.9% of the run's instructions (-0.26% inlined, cachegrind; `#[inline]`
+    /// alone changed nothing).
+    #[inline(always)]
     pub fn id(&self, r: DieRef) -> TypeId {
         let mut r = r;
         for _ in 0..64 {
