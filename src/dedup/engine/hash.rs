@@ -176,8 +176,9 @@ pub(super) fn struct_hash(r: Rec<'_>, compat: Compat, keys: &impl Fn(u32) -> u64
     }
 }
 
-/// The hash of the reference pass, once `r`'s references are canonical.
-#[inline]
+/// The hash of the reference pass, once `r`'s references are canonical. Always
+/// inlined (2.6 million calls on the corpus vmlinux: 0.24% of the instructions).
+#[inline(always)]
 pub(super) fn ref_hash(r: Rec<'_>) -> u64 {
     match r.kind() {
         K_DECL_TAG => hash_int_tag(r, u64::from(r.name())),

@@ -70,8 +70,9 @@ impl Engine {
     }
 
     /// Starts `id`: its canonical id if known, else marks it in progress, pushes it
-    /// and returns [`PUSHED`].
-    #[inline]
+    /// and returns [`PUSHED`]. Always inlined: 6.9 million calls on the corpus
+    /// vmlinux, whose entry and exit were 1.35% of the run's instructions.
+    #[inline(always)]
     fn ref_enter(&mut self, id: u32, stack: &mut Vec<(u32, u32)>) -> Result<u32, Bad> {
         let m = self.map[id as usize];
         if m == IN_PROGRESS {
