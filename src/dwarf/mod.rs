@@ -50,9 +50,9 @@ pub struct DwarfInput<'a> {
 }
 
 /// What the unit list keeps of a unit's header: its offsets in `.debug_info` and in
-/// `.debug_abbrev` (both sections are slices in memory). gimli's `UnitHeader` takes about 100 bytes, and a kernel built
-/// with several copies of its `.debug_info` has tens of thousands of units, whose
-/// headers were a megabyte of the run's peak.
+/// `.debug_abbrev` (both sections are slices in memory). gimli's `UnitHeader` takes
+/// about 100 bytes, and a kernel built with several copies of its `.debug_info` has
+/// tens of thousands of units, whose headers were a megabyte of the run's peak.
 #[derive(Clone, Copy, Debug)]
 pub struct UnitPlace {
     /// The unit's offset in `.debug_info`.

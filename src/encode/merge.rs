@@ -292,11 +292,11 @@ impl FuncEncoder {
     }
 }
 
-/// An index into the run's records as a u32: the records of a function are at most
-/// a few per subprogram DIE of the input, far fewer than 2^32.
 /// No record: the end of a chain of [`FuncEncoder::prev_of`].
 const NONE: u32 = u32::MAX;
 
+/// An index into the run's records as a u32: the records of a function are at most
+/// a few per subprogram DIE of the input, far fewer than 2^32.
 fn offset32(n: usize) -> u32 {
     u32::try_from(n).expect("fewer than 2^32 function records")
 }
