@@ -105,6 +105,24 @@ pub fn release_pages(map: &Mmap, part: &[u8]) -> io::Result<usize> {
     release_range(map, start..start + part.len())
 }
 
+/// The parts of `0..len` that none of the ranges `keep` covers, in order.
+pub fn gaps(mut keep: Vec<Range<usize>>, len: usize) -> Vec<Range<usize>> {
+    keep.sort_unstable_by_key(|r| r.start);
+    let mut out = Vec::new();
+    let mut from = 0;
+    for r in keep {
+        if r.start > from {
+            out.push(from..r.start.min(len));
+        }
+        from = from.max(r.end);
+    }
+    if from < len {
+        out.push(from..len);
+    }
+    out.retain(|r| !r.is_empty());
+    out
+}
+
 /// Releases a region of a mapping front to back as it is consumed in order: CU after CU
 /// of `.debug_info`. A page shared by two CUs is released once the second one is done.
 #[derive(Debug, Clone)]
@@ -177,6 +195,12 @@ impl SectionParts {
             len: section.len(),
             mark: 0,
         })
+    }
+
+    /// The bytes not consumed yet, from the last mark to the section's end (offsets
+    /// in the mapping).
+    pub fn unconsumed(&self) -> Range<usize> {
+        self.start + self.mark..self.start + self.len
     }
 
     /// The next part begins at `offset`: everything from the last mark up to it is
@@ -339,6 +363,20 @@ mod tests {
         }
         assert_eq!(auxv_page_size(&auxv), Some(16384));
         assert_eq!(auxv_page_size(&auxv[..16]), None);
+    }
+
+    #[test]
+    fn gaps_are_what_no_kept_range_covers() {
+        assert_eq!(gaps(vec![], 10), vec![0..10]);
+        // Unsorted, overlapping, touching and past-the-end ranges.
+        assert_eq!(
+            gaps(vec![20..30, 2..4, 3..6, 6..8, 25..40], 50),
+            vec![0..2, 8..20, 40..50]
+        );
+        assert_eq!(gaps(vec![0..5, 5..10], 10), vec![]);
+        assert_eq!(gaps(vec![4..6, 8..12], 10), vec![0..4, 6..8]);
+        // An empty kept range keeps nothing, though the gap is split at it.
+        assert_eq!(gaps(vec![5..5, 20..20], 10), vec![0..5, 5..10]);
     }
 
     #[test]

@@ -595,7 +595,23 @@ struct InputRelease {
     abbrev: Option<SectionParts>,
     loclists: Option<SectionParts>,
     info_len: usize,
+    /// The sections the units read wherever they point (see [`READ_ANYWHERE`]), as
+    /// offsets in the mapping: kept mapped while everything else but the unread
+    /// parts of the three above is given back (see [`InputRelease::release_unread`]).
+    anywhere: Vec<Range<usize>>,
 }
+
+/// Sections a unit reads at any offset: strings, and range and location lists that
+/// are not read unit by unit.
+const READ_ANYWHERE: [&str; 7] = [
+    ".debug_str",
+    ".debug_line_str",
+    ".debug_str_offsets",
+    ".debug_addr",
+    ".debug_rnglists",
+    ".debug_ranges",
+    ".debug_loc",
+];
 
 impl InputRelease {
     /// Tracks the sections of `input` that are read unit by unit.
@@ -606,6 +622,32 @@ impl InputRelease {
             abbrev: SectionParts::new(map, input.section(".debug_abbrev")),
             loclists: SectionParts::new(map, input.section(".debug_loclists")),
             info_len: input.section(".debug_info").len(),
+            anywhere: READ_ANYWHERE
+                .iter()
+                .filter_map(|name| SectionParts::new(map, input.section(name)))
+                .map(|s| s.unconsumed())
+                .collect(),
+        }
+    }
+
+    /// Gives back every page of the input but those of the sections read anywhere
+    /// and the parts of `.debug_info`, `.debug_abbrev` and `.debug_loclists` not
+    /// consumed yet. A fault can map a whole large folio of the page cache (up to
+    /// 2 MB once the file was read in large chunks, as by the linker that wrote it),
+    /// so reading one section maps its neighbours' bytes too, which nothing else
+    /// would release: on the corpus vmlinux so cached, 5 MB of `.debug_frame`,
+    /// `.BTF` and `.debug_line` beside the sections read. Releasing only saves
+    /// memory: a page read again faults back in.
+    fn release_unread(&self, map: &memmap2::Mmap) {
+        let mut keep: Vec<Range<usize>> = self.anywhere.clone();
+        keep.extend(
+            [&self.info, &self.abbrev, &self.loclists]
+                .into_iter()
+                .flatten()
+                .map(SectionParts::unconsumed),
+        );
+        for gap in crate::mmap::gaps(keep, map.len()) {
+            let _ = crate::mmap::release_range(map, gap);
         }
     }
 
@@ -621,19 +663,26 @@ impl InputRelease {
     ) {
         let map = input.map();
         let next = dw.units.get(idx + 1);
+        let mut released = 0;
         if let Some(f) = &mut self.info {
             let end = next.map_or(self.info_len, |u| u.info);
-            let _ = f.next_part(map, end);
+            released += f.next_part(map, end).unwrap_or(0);
         }
         if let (Some(f), Some(u)) = (&mut self.abbrev, next) {
-            let _ = f.next_part(map, u.abbrev);
+            released += f.next_part(map, u.abbrev).unwrap_or(0);
         }
         if let Some(f) = self
             .loclists
             .as_mut()
             .filter(|_| loclists_start != u64::MAX)
         {
-            let _ = f.next_part(map, usize::try_from(loclists_start).unwrap_or(0));
+            released += f
+                .next_part(map, usize::try_from(loclists_start).unwrap_or(0))
+                .unwrap_or(0);
+        }
+        // As often as the parts are released (every `SectionParts::STEP` bytes).
+        if released > 0 {
+            self.release_unread(map);
         }
     }
 }
