@@ -21,7 +21,7 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{clang_case, corpus, four_copies, gnu_time, kernel_args, whole_kb, GNU_TIME};
+use common::{clang_case, corpus, four_copies, gnu_time, kernel_args, recache, whole_kb, GNU_TIME};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -191,6 +191,7 @@ fn main() {
             configs.push((format!("pahole {pv} -j{j}"), p.clone(), args));
         }
     }
+    recache(&vmlinux);
     let mut figures = vec![Vec::new(); configs.len()];
     for _ in 0..runs {
         for (i, (_, prog, args)) in configs.iter().enumerate() {
@@ -203,6 +204,7 @@ fn main() {
         std::thread::available_parallelism().map_or(1, |n| n.get()),
         loadavg()
     );
+    println!("(inputs dropped from the page cache, then read through once: see `recache`)");
     println!("| run | peak RSS | wall | CPU (user+sys) |");
     println!("| --- | --- | --- | --- |");
     for ((name, _, _), f) in configs.iter().zip(&s) {
@@ -211,6 +213,7 @@ fn main() {
     let v4 = if std::env::var_os("BENCH_NO_4X").is_none() {
         match four_copies(&vmlinux, &dir) {
             Some(v4) => {
+                recache(&v4);
                 // As many runs as the others, summed up alike (the largest peak):
                 // one run's peak moves by a megabyte or two from run to run.
                 let all: Vec<Figures> = (0..runs)
@@ -264,6 +267,7 @@ fn lto(ours: &Path, dir: &Path, runs: usize) {
         return;
     };
     let vmlinux = case.join("vmlinux");
+    recache(&vmlinux);
     let out = dir.join("lto.btf");
     println!();
     println!("c2-thinlto vmlinux (ThinLTO, 2,416 units merged), kernel flags");

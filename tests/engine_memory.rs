@@ -51,6 +51,7 @@ fn peak_rss_is_small_flat_in_jobs_and_flat_in_input() {
     let Some(c) = ready() else { return };
     let dir = temp_dir("engine-memory");
     let vmlinux = c.join("vmlinux");
+    recache(&vmlinux);
     // Medians of three runs: with two workers, which large units happen to be
     // in flight at once moves a single run's peak by a few MB (-j8 took
     // 58.4-62.8 MB in six runs, once 64.9 MB, where -j1 takes 54.8).
@@ -75,6 +76,7 @@ fn peak_rss_is_small_flat_in_jobs_and_flat_in_input() {
         eprintln!("skipped the four-copy kernel: objcopy failed or is absent");
         return;
     };
+    recache(&v4);
     let (j2, _) = peak_kb(2, &vmlinux, &dir.0);
     let (x4, out4) = peak_kb(2, &v4, &dir.0);
     eprintln!("peak RSS at -j2: vmlinux {j2} KB, four copies of .debug_info {x4} KB");
