@@ -48,12 +48,43 @@ pub struct FuncSym {
     pub section: Option<u32>,
     /// `STB_LOCAL`, `STB_GLOBAL` or `STB_WEAK`.
     pub bind: u8,
+    /// The length of the base name (up to the first `.`): found once, as the name
+    /// is asked for its base for every unit's functions (and fits the padding).
+    base_len: u32,
 }
 
 impl FuncSym {
+    /// A symbol named `name`.
+    pub fn new(name: Box<str>, addr: u64, size: u64, section: Option<u32>, bind: u8) -> Self {
+        // Names come from a string table of less than 4 GiB.
+        #[allow(clippy::cast_possible_truncation)]
+        let base_len = base_name(&name).len() as u32;
+        FuncSym {
+            name,
+            addr,
+            size,
+            section,
+            bind,
+            base_len,
+        }
+    }
+
+    /// The name up to its first `.` (`foo.isra.0` → `foo`).
+    pub fn base(&self) -> &str {
+        &self.name[..self.base_len as usize]
+    }
+
     /// The part of the name from the first `.` on (`.isra.0`), empty if none.
     pub fn suffix(&self) -> &str {
-        self.name.find('.').map_or("", |i| &self.name[i..])
+        &self.name[self.base_len as usize..]
+    }
+
+    /// Whether the symbol is left out of the table as a piece of a function
+    /// (pahole's `str_contains_non_fn_suffix`): its suffix contains `.cold` or
+    /// `.part`.
+    fn is_piece(&self) -> bool {
+        let s = self.suffix();
+        s.contains(".cold") || s.contains(".part")
     }
 
     /// Whether pahole counts this symbol as an optimized clone: its suffix contains
@@ -78,7 +109,7 @@ pub struct ElfFunction<'t> {
 impl<'t> ElfFunction<'t> {
     /// The base name: the symbol name up to its first `.`.
     pub fn name(&self) -> &'t str {
-        base_name(&self.syms[0].name)
+        self.syms[0].base()
     }
 
     /// Whether one of the symbols at exactly `addr` is an optimized clone
@@ -119,18 +150,6 @@ pub fn base_name(sym_name: &str) -> &str {
     sym_name.find('.').map_or(sym_name, |i| &sym_name[..i])
 }
 
-/// Why a function symbol was left out of the table (pahole's
-/// `str_contains_non_fn_suffix`): the text after the first `.` contains one of these.
-pub fn is_non_function_piece(sym_name: &str) -> bool {
-    match sym_name.find('.') {
-        Some(i) => {
-            let s = &sym_name[i..];
-            s.contains(".cold") || s.contains(".part")
-        }
-        None => false,
-    }
-}
-
 /// The function table: one [`ElfFunction`] per base name, sorted by name in byte
 /// order (strcmp), which is also the order pahole emits FUNCs in.
 #[derive(Clone, Debug, Default)]
@@ -165,7 +184,7 @@ impl FunctionTable {
     pub fn from_syms(syms: impl IntoIterator<Item = FuncSym>) -> FunctionTable {
         let mut syms: Vec<FuncSym> = syms.into_iter().collect();
         let before = syms.len();
-        syms.retain(|s| !is_non_function_piece(&s.name));
+        syms.retain(|s| !s.is_piece());
         let pieces_skipped = before - syms.len();
         // Positions sorted by (base name, position): the same order as a stable
         // sort by name, which is what glibc's merge-sort qsort gives pahole. Each
@@ -181,7 +200,7 @@ impl FunctionTable {
         let mut order: Vec<(u128, u32, u32)> = Vec::with_capacity(syms.len());
         let mut hashes: Vec<u64> = Vec::with_capacity(syms.len());
         for (i, s) in syms.iter().enumerate() {
-            let b = base_name(&s.name);
+            let b = s.base();
             hashes.push(hash_str(b.as_bytes()));
             // Names are shorter than the 4 GiB string table that holds them.
             #[allow(clippy::cast_possible_truncation)]
@@ -265,7 +284,7 @@ impl FunctionTable {
     /// The function with this base name, with its index (stable for this table).
     pub fn find(&self, name: &str) -> Option<(usize, ElfFunction<'_>)> {
         self.funcs
-            .binary_search_by(|&(start, _)| base_name(&self.syms[start as usize].name).cmp(name))
+            .binary_search_by(|&(start, _)| self.syms[start as usize].base().cmp(name))
             .ok()
             .map(|i| (i, self.get(i)))
     }
@@ -557,13 +576,7 @@ fn function_symbols<Elf: FileHeader<Endian = Endianness>>(
     // pahole skips only symbols whose name it cannot read; an empty name is kept
     // (it never matches a DWARF name).
     scan_symbols(f, elf::STT_FUNC, &mut funcs, |s| {
-        Some(FuncSym {
-            name: s.name,
-            addr: s.value,
-            size: s.size,
-            section: s.section,
-            bind: s.bind,
-        })
+        Some(FuncSym::new(s.name, s.value, s.size, s.section, s.bind))
     })?;
     Ok(funcs)
 }
@@ -727,12 +740,25 @@ mod tests {
     use super::*;
 
     fn sym(name: &str, addr: u64) -> FuncSym {
-        FuncSym {
-            name: name.into(),
-            addr,
-            size: 16,
-            section: Some(1),
-            bind: elf::STB_LOCAL,
+        FuncSym::new(name.into(), addr, 16, Some(1), elf::STB_LOCAL)
+    }
+
+    #[test]
+    fn a_symbol_splits_at_its_first_dot() {
+        for (name, base, piece, clone) in [
+            ("foo", "foo", false, false),
+            ("foo.isra.0", "foo", false, true),
+            ("foo.cold", "foo", true, false),
+            ("foo.constprop.0.part.1", "foo", true, true),
+            ("foo_part", "foo_part", false, false),
+            (".cold", "", true, false),
+            ("", "", false, false),
+        ] {
+            let s = sym(name, 0x100);
+            assert_eq!(s.base(), base, "{name}");
+            assert_eq!(format!("{}{}", s.base(), s.suffix()), name);
+            assert_eq!(s.is_piece(), piece, "{name}");
+            assert_eq!(s.is_optimized_clone(), clone, "{name}");
         }
     }
 
