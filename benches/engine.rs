@@ -2,11 +2,11 @@
 //! same run: wall time, CPU time and peak RSS at -j1, -j2 and -j8 (ours) and -j1, -j2
 //! (pahole), the runs of every configuration interleaved and each figure the median
 //! of `BENCH_RUNS` (default 3) runs (the largest peak beside the median one); then
-//! the ratios the engine is held to, each with
-//! its target; the share of the run's CPU that the ordered stage (the serial part)
-//! takes, from `--time` at -j1; a kernel with four copies of the vmlinux's
-//! `.debug_info` at -j2 (`BENCH_RUNS` runs after the others); and the clang ThinLTO
-//! kernel.
+//! the ratios the engine is held to, each with its target; the share of the run's
+//! CPU that the ordered stage (the serial part) takes, from `--time` at -j1; a
+//! kernel with four copies of the vmlinux's `.debug_info` at -j2 (`BENCH_RUNS` runs
+//! after the others); and the clang ThinLTO kernel. Each input is first put in the
+//! page cache the same way (`recache`).
 //!
 //! `cargo bench --bench engine` (needs GNU time at /usr/bin/time and the corpus:
 //! `$DWARF2BTF_CORPUS` or `../shared/corpus/unpack.sh`). pahole is `$BENCH_PAHOLE`, or
