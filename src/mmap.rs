@@ -233,22 +233,38 @@ pub type Allocator = mimalloc::MiMalloc;
 
 /// Memory must follow the output: makes [`Allocator`] give freed pages back to the
 /// system at once (`purge_delay` 0; this mimalloc waits 1 s by default, while a run
-/// frees a unit's worth every fraction of a millisecond), unless the user set
-/// `MIMALLOC_PURGE_DELAY`. Call it first thing in `main`, before any thread starts.
+/// frees a unit's worth every fraction of a millisecond) and collect freed blocks
+/// more often (`generic_collect`), unless the user set `MIMALLOC_PURGE_DELAY` or
+/// `MIMALLOC_GENERIC_COLLECT`. Call it first thing in `main`, before any thread
+/// starts.
 /// Arena memory is committed as it is used by a compile-time default
 /// (.cargo/config.toml).
 pub fn tune_allocator() {
     // The option number is that of the `mi_option_e` of the mimalloc v3 that
     // `libmimalloc-sys` builds (include/mimalloc.h).
     const PURGE_DELAY: std::ffi::c_int = 15;
+    const GENERIC_COLLECT: std::ffi::c_int = 34;
     extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: mimalloc's option setter (`void mi_option_set(mi_option_t, long)`,
-        // the enum passed as an int), from the library `Allocator` links in; it only
-        // stores the value, and reading options is thread-safe in mimalloc.
-        unsafe { mi_option_set(PURGE_DELAY, 0) };
+    for (name, option, value) in [
+        ("MIMALLOC_PURGE_DELAY", PURGE_DELAY, 0),
+        // Each thread's heap collects what other threads freed into it (a unit
+        // is built by one worker and freed by whichever holds the token) every
+        // 1,000 allocations that miss the fast path instead of every 10,000: that
+        // memory otherwise waits in the builder's heap, so each worker added its
+        // own. Corpus vmlinux, six interleaved runs each: peak RSS at -j2 53.5 ->
+        // 52.1-52.4 MB, at -j1 47.9 -> 47.6 MB; system time at -j2 +0.03 s, the
+        // CPU time within the runs' spread (2,000: 52.5 MB, 4,000: 52.9 MB).
+        ("MIMALLOC_GENERIC_COLLECT", GENERIC_COLLECT, 1000),
+    ] {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: mimalloc's option setter (`void mi_option_set(mi_option_t,
+            // long)`, the enum passed as an int), from the library `Allocator`
+            // links in; it only stores the value, and reading options is
+            // thread-safe in mimalloc.
+            unsafe { mi_option_set(option, value) };
+        }
     }
 }
 
