@@ -187,8 +187,8 @@ impl UnitContext {
 /// A worker's buffers, reused from one unit to the next.
 #[derive(Default)]
 pub struct Scratch {
-    /// The local id of each type DIE.
-    ids: Vec<u32>,
+    /// The local ids of the unit's type DIEs.
+    ids: types::UnitIds,
     strings: UnitInterner,
     funcs: candidates::FuncScratch,
 }
@@ -280,7 +280,7 @@ pub fn encode_unit_into<S: UnitTypeSink + 'static>(
 fn encode_into(
     cu: &CuTypes<'_>,
     ctx: &UnitContext,
-    ids: &mut Vec<u32>,
+    ids: &mut types::UnitIds,
     fsc: &mut candidates::FuncScratch,
     out: &mut Out<'_>,
 ) -> Result<(IndexUse, UnitRecords), EncodeError> {
@@ -292,7 +292,7 @@ fn encode_into(
     let Some(rules) = &ctx.rules else {
         return Ok((index, records));
     };
-    let enc = types::Unit { cu, ids };
+    let enc = ids.unit(cu);
     // Functions and variables come right after the unit's types (pahole's order).
     records.funcs = candidates::save_funcs(&enc, rules, fsc, out, ctx.merged);
     let vars = rules.vars.select_cu(&enc, &rules.syms)?;

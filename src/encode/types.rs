@@ -30,17 +30,18 @@ pub struct IndexUse {
 
 /// Appends the BTF types of unit `cu` to `out`, in DIE order, then (unless the unit
 /// is part of a merged unit, whose tags are returned) its decl tags. `ids` is
-/// scratch: the local id of each type DIE.
+/// scratch: the local ids of the unit's type DIEs.
 pub(super) fn encode_types(
     cu: &CuTypes<'_>,
     ctx: &UnitContext,
-    ids: &mut Vec<u32>,
+    ids: &mut UnitIds,
     out: &mut Out<'_>,
 ) -> Result<(IndexUse, Vec<DeferredTag>), EncodeError> {
-    let n = assign_ids(cu, &ctx.features, ids);
+    let n = ids.assign(cu, &ctx.features);
     // Room for the unit's types and decl tags: growing the vector would copy it.
     out.types.reserve(n + cu.decl_tags.len(), words_hint(cu));
-    let enc = Unit { cu, ids };
+    let enc = ids.unit(cu);
+    let ids = &ids.own;
     let st = &ctx.features;
     let own_int = cu
         .types
@@ -391,37 +392,93 @@ fn base_type<'n>(
     ))
 }
 
-/// Assigns the local id of every type DIE of the unit, from 1 on (`ALIAS` for those
-/// not encoded); returns how many are encoded.
-fn assign_ids(cu: &CuTypes<'_>, features: &Features, ids: &mut Vec<u32>) -> usize {
-    ids.clear();
-    ids.resize(cu.types.len(), ALIAS);
-    let mut next = 1;
-    for i in cu.emission_order() {
-        let t = &cu.types[i];
-        let alias = match t {
-            TypeDie::Ref {
-                kind: RefKind::Alias,
-                ..
-            } => true,
-            TypeDie::Ref {
-                kind: RefKind::TypeTag,
-                ..
-            } => !features.type_tag,
-            _ => false,
-        };
-        if !alias {
-            ids[i] = next;
-            next += 1;
+/// The local ids of a unit's type DIEs (a worker's scratch, reused unit after
+/// unit).
+#[derive(Default, Debug)]
+pub(super) struct UnitIds {
+    /// Each type DIE's own id, from 1 on, or `ALIAS` for one not encoded itself.
+    own: Vec<u32>,
+    /// The id a reference to each type DIE resolves to (see [`Unit::id`]): its own,
+    /// or where its chain of aliases ends.
+    resolved: Vec<u32>,
+}
+
+impl UnitIds {
+    /// Assigns the local id of every type DIE of the unit, from 1 on (`ALIAS` for
+    /// those not encoded), and resolves the aliases; returns how many are encoded.
+    fn assign(&mut self, cu: &CuTypes<'_>, features: &Features) -> usize {
+        let ids = &mut self.own;
+        ids.clear();
+        ids.resize(cu.types.len(), ALIAS);
+        let mut next = 1;
+        for i in cu.emission_order() {
+            let t = &cu.types[i];
+            let alias = match t {
+                TypeDie::Ref {
+                    kind: RefKind::Alias,
+                    ..
+                } => true,
+                TypeDie::Ref {
+                    kind: RefKind::TypeTag,
+                    ..
+                } => !features.type_tag,
+                _ => false,
+            };
+            if !alias {
+                ids[i] = next;
+                next += 1;
+            }
+        }
+        // Each reference resolved once here instead of at each use (12 million
+        // on the corpus vmlinux, most to a type with an id of its own).
+        self.resolved.clear();
+        self.resolved.extend(ids.iter().enumerate().map(|(i, &id)| {
+            if id != ALIAS {
+                return id;
+            }
+            match cu.types[i] {
+                // The alias itself is the first of the 64 steps.
+                TypeDie::Ref { ty, .. } => follow_aliases(cu, ids, ty, 63).0,
+                _ => TypeId::VOID.0,
+            }
+        }));
+        next as usize - 1
+    }
+
+    /// The unit `cu`, whose ids these are.
+    pub(super) fn unit<'c, 'a>(&'c self, cu: &'c CuTypes<'a>) -> Unit<'c, 'a> {
+        Unit {
+            cu,
+            resolved: &self.resolved,
         }
     }
-    next as usize - 1
+}
+
+/// Where the reference `r` leads through the unit's aliases (`ids[i] == ALIAS`)
+/// within `steps` DIEs: the first type DIE with an id of its own; void for none,
+/// for a non-type DIE, and for a longer chain.
+fn follow_aliases(cu: &CuTypes<'_>, ids: &[u32], r: DieRef, steps: usize) -> TypeId {
+    let mut r = r;
+    for _ in 0..steps {
+        let Some(i) = cu.index_of(r) else {
+            return TypeId::VOID;
+        };
+        if ids[i] != ALIAS {
+            return TypeId(ids[i]);
+        }
+        match cu.types[i] {
+            TypeDie::Ref { ty, .. } => r = ty,
+            _ => return TypeId::VOID,
+        }
+    }
+    TypeId::VOID
 }
 
 /// A unit being encoded, with the local ids of its DIEs.
 pub(super) struct Unit<'c, 'a> {
     pub cu: &'c CuTypes<'a>,
-    pub ids: &'c [u32],
+    /// What a reference to each type DIE resolves to (see [`UnitIds`]).
+    resolved: &'c [u32],
 }
 
 impl Unit<'_, '_> {
@@ -433,20 +490,10 @@ impl Unit<'_, '_> {
     /// alone changed nothing).
     #[inline(always)]
     pub fn id(&self, r: DieRef) -> TypeId {
-        let mut r = r;
-        for _ in 0..64 {
-            let Some(i) = self.cu.index_of(r) else {
-                return TypeId::VOID;
-            };
-            if self.ids[i] != ALIAS {
-                return TypeId(self.ids[i]);
-            }
-            match self.cu.types[i] {
-                TypeDie::Ref { ty, .. } => r = ty,
-                _ => return TypeId::VOID,
-            }
+        match self.cu.index_of(r) {
+            Some(i) => TypeId(self.resolved[i]),
+            None => TypeId::VOID,
         }
-        TypeId::VOID
     }
 
     /// Whether `r` is a signed base type (pahole's `is_signed_enum` test).
@@ -457,5 +504,59 @@ impl Unit<'_, '_> {
             }
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alias(to: u32) -> TypeDie<'static> {
+        TypeDie::Ref {
+            kind: RefKind::Alias,
+            name: Name::EMPTY,
+            ty: DieRef(to),
+        }
+    }
+
+    /// A unit of `types` at offsets 10, 20, 30, …
+    fn unit_of(types: Vec<TypeDie<'static>>) -> CuTypes<'static> {
+        CuTypes {
+            offsets: (1..=u32::try_from(types.len()).unwrap())
+                .map(|k| 10 * k)
+                .collect(),
+            types,
+            ..CuTypes::empty(0x1d, 8)
+        }
+    }
+
+    #[test]
+    fn references_resolve_through_alias_chains_of_at_most_64() {
+        let int = TypeDie::Base {
+            name: Name::new(b"int"),
+            byte_size: 4,
+            bit_size: 32,
+            encoding: gimli::constants::DW_ATE_signed.0,
+        };
+        // int at 10; aliases of it at 20 and (through 20) 30; one of void at 40;
+        // two aliases of each other at 50 and 60; then a chain at 70 of 64
+        // aliases ending at int.
+        let mut types = vec![int, alias(10), alias(20), alias(0), alias(60), alias(50)];
+        let chain = 64;
+        for k in 0..chain {
+            let next = if k + 1 == chain { 10 } else { 10 * (8 + k) };
+            types.push(alias(next));
+        }
+        let cu = unit_of(types);
+        let mut ids = UnitIds::default();
+        assert_eq!(ids.assign(&cu, &Features::from_list("default")), 1);
+        let unit = ids.unit(&cu);
+        let id = |off: u32| unit.id(DieRef(off)).0;
+        assert_eq!([id(10), id(20), id(30), id(40)], [1, 1, 1, 0]);
+        assert_eq!([id(50), id(60)], [0, 0], "a loop of aliases is void");
+        assert_eq!([id(0), id(15), id(99_999)], [0, 0, 0], "no type DIE there");
+        // From the chain's first alias, int is the 65th DIE: one too far; from
+        // its second, the 64th.
+        assert_eq!([id(70), id(80)], [0, 1]);
     }
 }
