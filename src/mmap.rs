@@ -105,8 +105,11 @@ pub fn release_pages(map: &Mmap, part: &[u8]) -> io::Result<usize> {
     release_range(map, start..start + part.len())
 }
 
-/// The parts of `0..len` that none of the ranges `keep` covers, in order.
+/// The parts of `0..len` that none of the ranges `keep` covers, in order. An empty
+/// range keeps nothing and splits no gap (a split inside a page would keep that
+/// page: [`release_range`] releases whole pages only).
 pub fn gaps(mut keep: Vec<Range<usize>>, len: usize) -> Vec<Range<usize>> {
+    keep.retain(|r| !r.is_empty());
     keep.sort_unstable_by_key(|r| r.start);
     let mut out = Vec::new();
     let mut from = 0;
@@ -391,8 +394,9 @@ mod tests {
         );
         assert_eq!(gaps(vec![0..5, 5..10], 10), vec![]);
         assert_eq!(gaps(vec![4..6, 8..12], 10), vec![0..4, 6..8]);
-        // An empty kept range keeps nothing, though the gap is split at it.
-        assert_eq!(gaps(vec![5..5, 20..20], 10), vec![0..5, 5..10]);
+        // An empty kept range keeps nothing and does not split the gap.
+        assert_eq!(gaps(vec![5..5, 20..20], 10), vec![0..10]);
+        assert_eq!(gaps(vec![3..3, 6..8], 10), vec![0..6, 8..10]);
     }
 
     #[test]
