@@ -92,17 +92,22 @@ pub fn release_range(map: &Mmap, range: Range<usize>) -> io::Result<usize> {
     Ok(pages.len())
 }
 
+/// Where `part` lies in `map` (byte offsets), or None for a slice that is not part
+/// of the mapping (an owned copy: an inflated or relocated section).
+pub fn range_in(map: &Mmap, part: &[u8]) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
+    (start <= map.len() && part.len() <= map.len() - start).then(|| start..start + part.len())
+}
+
 /// [`release_range`] for a slice borrowed from `map`, e.g. one section or one CU.
 pub fn release_pages(map: &Mmap, part: &[u8]) -> io::Result<usize> {
-    let base = map.as_ptr() as usize;
-    let start = (part.as_ptr() as usize).wrapping_sub(base);
-    if start > map.len() || part.len() > map.len() - start {
+    let Some(range) = range_in(map, part) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "release: the slice does not lie inside the mapping",
         ));
-    }
-    release_range(map, start..start + part.len())
+    };
+    release_range(map, range)
 }
 
 /// The parts of `0..len` that none of the ranges `keep` covers, in order. An empty
@@ -191,11 +196,10 @@ impl SectionParts {
     /// Tracks `section`, a slice of `map`; None for an empty section or one that is
     /// an owned copy (inflated or relocated) rather than part of the mapping.
     pub fn new(map: &Mmap, section: &[u8]) -> Option<SectionParts> {
-        let start = (section.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
-        let inside = start <= map.len() && section.len() <= map.len() - start;
-        (inside && !section.is_empty()).then_some(SectionParts {
-            start,
-            len: section.len(),
+        let range = range_in(map, section).filter(|r| !r.is_empty())?;
+        Some(SectionParts {
+            start: range.start,
+            len: range.len(),
             mark: 0,
         })
     }
@@ -365,6 +369,27 @@ mod tests {
         // The section's end is released however little is left.
         let mut tail = SectionParts::new(&map, &map[..]).unwrap();
         assert_eq!(tail.next_part(&map, len).unwrap(), len);
+    }
+
+    #[test]
+    fn a_slice_is_placed_in_its_mapping_or_nowhere() {
+        let map = memmap2::MmapOptions::new()
+            .len(3 * page_size())
+            .map_anon()
+            .and_then(memmap2::MmapMut::make_read_only)
+            .unwrap();
+        assert_eq!(range_in(&map, &map[10..20]), Some(10..20));
+        assert_eq!(range_in(&map, &map[..]), Some(0..map.len()));
+        assert_eq!(
+            range_in(&map, &map[map.len()..]),
+            Some(map.len()..map.len())
+        );
+        // An owned copy lies elsewhere.
+        let copy = map[10..20].to_vec();
+        assert_eq!(range_in(&map, &copy), None);
+        assert!(SectionParts::new(&map, &copy).is_none());
+        assert!(SectionParts::new(&map, &map[5..5]).is_none(), "empty");
+        assert!(release_pages(&map, &copy).is_err());
     }
 
     #[test]

@@ -624,8 +624,7 @@ impl InputRelease {
             info_len: input.section(".debug_info").len(),
             anywhere: READ_ANYWHERE
                 .iter()
-                .filter_map(|name| SectionParts::new(map, input.section(name)))
-                .map(|s| s.unconsumed())
+                .filter_map(|name| crate::mmap::range_in(map, input.section(name)))
                 .collect(),
         }
     }

@@ -128,9 +128,9 @@ pub fn groups(dw: &DwarfInput<'_>) -> Result<Vec<Range<usize>>, Error> {
     let input = dw.input;
     let info = input.section(".debug_info");
     let map = input.map();
-    let info_start = (info.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
-    let mut front = (info_start <= map.len() && info.len() <= map.len() - info_start)
-        .then(|| crate::mmap::ReleaseFront::new(info_start..info_start + info.len()));
+    let info_range = crate::mmap::range_in(map, info);
+    let info_start = info_range.as_ref().map_or(0, |r| r.start);
+    let mut front = info_range.map(crate::mmap::ReleaseFront::new);
     let mut released_to = 0u64;
     for idx in 0..n {
         let header = dw.header(idx)?;

@@ -93,9 +93,9 @@ impl<'a> DwarfInput<'a> {
         // section that is an owned copy rather than part of the mapping.
         let info = input.section(".debug_info");
         let map = input.map();
-        let info_start = (info.as_ptr() as usize).wrapping_sub(map.as_ptr() as usize);
-        let mut front = (info_start <= map.len() && info.len() <= map.len() - info_start)
-            .then(|| crate::mmap::ReleaseFront::new(info_start..info_start + info.len()));
+        let info_range = crate::mmap::range_in(map, info);
+        let info_start = info_range.as_ref().map_or(0, |r| r.start);
+        let mut front = info_range.map(crate::mmap::ReleaseFront::new);
         let mut released_to = 0;
         loop {
             match iter.next() {
