@@ -170,7 +170,43 @@ impl RiscvOp {
 
 /// The unsigned integer in `slot` (1 to 8 bytes), little- or big-endian: the one
 /// reader of a sized field of the input (relocation slots, DWARF attribute values).
+#[inline]
 pub(crate) fn read_uint(slot: &[u8], le: bool) -> u64 {
+    // The common widths as one load each: the byte loop below was 1% of a vmlinux
+    // run's instructions, most of them reading 2- and 4-byte DWARF fields.
+    let int = |b: &[u8]| -> Option<u64> {
+        Some(match b.len() {
+            1 => u64::from(b[0]),
+            2 => {
+                let b = <[u8; 2]>::try_from(b).ok()?;
+                u64::from(if le {
+                    u16::from_le_bytes(b)
+                } else {
+                    u16::from_be_bytes(b)
+                })
+            }
+            4 => {
+                let b = <[u8; 4]>::try_from(b).ok()?;
+                u64::from(if le {
+                    u32::from_le_bytes(b)
+                } else {
+                    u32::from_be_bytes(b)
+                })
+            }
+            8 => {
+                let b = <[u8; 8]>::try_from(b).ok()?;
+                if le {
+                    u64::from_le_bytes(b)
+                } else {
+                    u64::from_be_bytes(b)
+                }
+            }
+            _ => return None,
+        })
+    };
+    if let Some(v) = int(slot) {
+        return v;
+    }
     let mut v = 0u64;
     if le {
         for &b in slot.iter().rev() {
@@ -234,5 +270,20 @@ mod tests {
         write_uint(&mut b, 0x1234_5678, false);
         assert_eq!(b, [0x12, 0x34, 0x56, 0x78]);
         assert_eq!(read_uint(&b, false), 0x1234_5678);
+    }
+
+    #[test]
+    fn uint_of_every_width_in_both_orders() {
+        let bytes = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08];
+        for n in 1..=8 {
+            let b = &bytes[..n];
+            let (mut le, mut be) = (0u64, 0u64);
+            for (i, &x) in b.iter().enumerate() {
+                le |= u64::from(x) << (8 * i);
+                be = be << 8 | u64::from(x);
+            }
+            assert_eq!(read_uint(b, true), le, "{n} bytes, little-endian");
+            assert_eq!(read_uint(b, false), be, "{n} bytes, big-endian");
+        }
     }
 }
