@@ -33,11 +33,12 @@ use crate::encode::{
 use crate::mmap::SectionParts;
 use crate::timing::{Busy, Timings};
 use crate::Error;
+use sched::LocalPool;
 use std::cell::RefCell;
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 mod ordered;
 
@@ -401,12 +402,13 @@ fn encode_units_with(
     let mut release = InputRelease::new(input);
     // Emptied arenas and encoder buffers, for the next units: a unit's data is freed
     // in one step once it is encoded, and the arena's largest chunk is kept (see
-    // `CuArena::reset`). At most window + workers of each ever exist.
-    let pool: Mutex<Vec<arena::CuArena>> = Mutex::new(Vec::new());
-    let scratch: Mutex<Vec<Scratch>> = Mutex::new(Vec::new());
+    // `CuArena::reset`). One of each per worker at a time, which takes back its own
+    // (`sched::LocalPool`: the name cache in the buffers is warm in its core's cache).
+    let pool: LocalPool<arena::CuArena> = LocalPool::new();
+    let scratch: LocalPool<Scratch> = LocalPool::new();
     // The abbreviations' plans, one cache per worker at a time: most declarations
     // recur from unit to unit.
-    let plan_caches: Mutex<Vec<PlanCache>> = Mutex::new(Vec::new());
+    let plan_caches: LocalPool<PlanCache> = LocalPool::new();
     let shared: OnceLock<Result<Shared, ElfError>> = OnceLock::new();
     let shared_init = || {
         if let Some(s) = shared.get() {
@@ -423,17 +425,15 @@ fn encode_units_with(
     let lead: Arc<OnceLock<crate::dedup::Lead>> = Arc::new(OnceLock::new());
     let produce = |idx: usize| {
         busy(t, Busy::Parse, || {
-            let arena = lock(&pool).pop().unwrap_or_default();
+            let arena = pool.take().unwrap_or_default();
             let units = units_of(idx);
-            let plans = lock(&plan_caches).pop().unwrap_or_default();
+            let plans = plan_caches.take().unwrap_or_default();
             let unit = parse_unit(&dw, units.clone(), merged, &opts.lang_exclude, arena, plans)?;
             let ctx = match shared_init() {
                 Ok(s) => &s.ctx,
                 Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
-            let mut sc = lock(&scratch)
-                .pop()
-                .unwrap_or_else(|| Scratch::for_workers(workers));
+            let mut sc = scratch.take_or(|| Scratch::for_workers(workers));
             let cu = unit.borrow_dependent();
             // With a dedup, the types are flattened for it as they are encoded.
             let encoded = match &preparer {
@@ -450,16 +450,16 @@ fn encode_units_with(
                     ordered::ready(u)
                 }),
             };
-            lock(&scratch).push(sc);
+            scratch.put(sc);
             let loclists_start = unit.borrow_dependent().loclists_start;
             let owner = unit.into_owner();
-            lock(&plan_caches).push(owner.plans.into_inner());
+            plan_caches.put(owner.plans.into_inner());
             let mut arena = owner.arena;
             // An arena that grew past what most units need (an LTO build's large
             // group) is dropped rather than kept in the pool with its largest chunk.
             if arena.allocated_bytes() <= POOLED_ARENA_MAX {
                 arena.reset();
-                lock(&pool).push(arena);
+                pool.put(arena);
             } else {
                 drop(arena);
             }
@@ -684,12 +684,6 @@ impl InputRelease {
             self.release_unread(map);
         }
     }
-}
-
-/// The pool's lock; a panic elsewhere while it was held cannot leave the pool in a
-/// bad state (a Vec push or pop), so a poisoned lock is used as it is.
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What every unit of `input` is encoded with: its ELF symbols and, with

@@ -37,6 +37,10 @@
 //! starts, and once the failure is reached in order every worker stops after its
 //! current task. Panics in `produce` or `consume` are caught and returned as
 //! [`Error::Panicked`]; they are never re-raised on the caller and never hang the run.
+//!
+//! [`LocalPool`] holds what the workers reuse from task to task (buffers, caches,
+//! arenas) and gives each thread back the object it used last, so that a worker's
+//! warm cache stays with the core that warmed it.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -47,6 +51,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+mod pool;
+pub use pool::LocalPool;
 
 /// Which callback failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
