@@ -11,7 +11,7 @@
 
 use super::die::{Cur, DieError, UnitEnc};
 use super::error::DwarfErrorKind;
-use super::plan::Plan;
+use super::plan::{MemberPlan, Plan};
 use crate::hash::FxHasher;
 use gimli::constants::DW_FORM_implicit_const;
 use gimli::{DwAt, DwForm, DwTag};
@@ -59,7 +59,7 @@ pub struct PlanCache {
     by_bytes: FxHashMap<Box<[u8]>, u32>,
     plans: Vec<Plan>,
     /// The last unit's table, its room kept for the next one.
-    dense: Vec<u32>,
+    dense: Vec<Head>,
     /// The key being looked up: the sizes, then the declaration's bytes.
     key: Vec<u8>,
 }
@@ -69,9 +69,35 @@ pub struct Plans<'c> {
     cache: &'c PlanCache,
     /// The table's bytes (on from its first code).
     data: &'c [u8],
-    dense: &'c [u32],
-    far: FxHashMap<u64, u32>,
+    dense: &'c [Head],
+    far: FxHashMap<u64, Head>,
 }
+
+/// What the walk reads of a plan at every DIE, by code in a unit's table: a
+/// unit's few hundred codes take a few KB, which stay in the first-level cache,
+/// where the plans themselves (64 bytes each, a unit's among the worker's
+/// thousand) were a cache miss at many DIEs.
+#[derive(Clone, Copy, Debug)]
+pub struct Head {
+    /// The DIE tag.
+    pub tag: DwTag,
+    /// Whether children follow.
+    pub has_children: bool,
+    /// The DIE's size when every form is fixed-size.
+    pub fixed: Option<u32>,
+    /// For the common member abbreviation, where its attributes lie.
+    pub member: Option<MemberPlan>,
+    /// The plan's index in the cache ([`NONE`]: no such code).
+    plan: u32,
+}
+
+const NO_HEAD: Head = Head {
+    tag: DwTag(0),
+    has_children: false,
+    fixed: None,
+    member: None,
+    plan: NONE,
+};
 
 impl PlanCache {
     /// The table at `offset` of `section` (`.debug_abbrev`), for a unit of `enc`'s
@@ -118,13 +144,21 @@ impl PlanCache {
                 Some(&i) => i,
                 None => self.build(enc, needed),
             };
+            let p = &self.plans[index as usize];
+            let head = Head {
+                tag: p.tag,
+                has_children: p.has_children,
+                fixed: p.fixed,
+                member: p.member,
+                plan: index,
+            };
             let fresh = if let Some(i) = dense_slot(code) {
                 if i >= self.dense.len() {
-                    self.dense.resize(i + 1, NONE);
+                    self.dense.resize(i + 1, NO_HEAD);
                 }
-                std::mem::replace(&mut self.dense[i], index) == NONE
+                std::mem::replace(&mut self.dense[i], head).plan == NONE
             } else {
-                far.insert(code, index).is_none()
+                far.insert(code, head).is_none()
             };
             if !fresh {
                 return Err(bad(&format!("abbreviation code {code} declared twice")));
@@ -154,18 +188,31 @@ impl PlanCache {
 }
 
 impl<'c> Plans<'c> {
+    /// What the walk reads first of abbreviation `code`'s plan.
+    #[inline]
+    pub fn head(&self, code: u64) -> Result<&Head> {
+        let head = if let Some(i) = dense_slot(code) {
+            self.dense.get(i)
+        } else {
+            self.far.get(&code)
+        };
+        match head {
+            Some(h) if h.plan != NONE => Ok(h),
+            _ => Err(DwarfErrorKind::UnknownAbbrev(code)),
+        }
+    }
+
+    /// The plan `head` stands for.
+    #[inline]
+    pub fn plan(&self, head: &Head) -> &'c Plan {
+        &self.cache.plans[head.plan as usize]
+    }
+
     /// The plan of abbreviation `code`.
     #[inline]
     pub fn get(&self, code: u64) -> Result<&'c Plan> {
-        let index = if let Some(i) = dense_slot(code) {
-            self.dense.get(i).copied().unwrap_or(NONE)
-        } else {
-            self.far.get(&code).copied().unwrap_or(NONE)
-        };
-        match self.cache.plans.get(index as usize) {
-            Some(p) => Ok(p),
-            None => Err(DwarfErrorKind::UnknownAbbrev(code)),
-        }
+        let head = self.head(code)?;
+        Ok(self.plan(head))
     }
 
     /// The declaration of abbreviation `code`, read again from the table (for the

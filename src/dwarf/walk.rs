@@ -481,8 +481,8 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 depth -= 1;
                 continue;
             }
-            let plan = plans.get(code)?;
-            let (tag, has_children) = (plan.tag, plan.has_children);
+            let head = plans.head(code)?;
+            let (tag, has_children) = (head.tag, head.has_children);
             while s.stack.last().is_some_and(|f| f.depth >= depth) {
                 let f = s.stack.pop().unwrap();
                 self.close(f, s)?;
@@ -492,7 +492,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 _ => FrameKind::Other,
             };
             if parent == FrameKind::Composite {
-                if let (Some(m), Some(n)) = (plan.member, plan.fixed) {
+                if let (Some(m), Some(n)) = (head.member, head.fixed) {
                     if let Some(bytes) = cursor.peek(n as usize) {
                         // What the general path below makes of such a member.
                         s.members.push(self.fast_member(&m, bytes)?);
@@ -525,7 +525,10 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                             | FrameKind::Variable
                     );
             if !wanted {
-                plan.skip_all(&enc, &mut cursor)?;
+                match head.fixed {
+                    Some(n) => cursor.skip_bytes(n as usize)?,
+                    None => plans.plan(head).skip_all(&enc, &mut cursor)?,
+                }
                 if has_children && depth >= 1 {
                     depth = self.skim_subtree(&mut cursor, depth)?;
                 } else if has_children {
@@ -541,7 +544,7 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 continue;
             }
             let mut a = Attrs::default();
-            for op in plan.read_ops() {
+            for op in plans.plan(head).read_ops() {
                 match *op {
                     Op::Skip(n) => cursor.skip_bytes(n as usize)?,
                     Op::SkipForm(form) => enc.skip(&mut cursor, form)?,
@@ -633,13 +636,16 @@ impl<'a, 'i: 'a> Parser<'a, 'i, '_> {
                 }
                 continue;
             }
-            let plan = plans.get(code)?;
-            if is_type_tag(plan.tag) {
+            let head = plans.head(code)?;
+            if is_type_tag(head.tag) {
                 *cursor = at;
                 break;
             }
-            plan.skip_all(&enc, cursor)?;
-            if plan.has_children {
+            match head.fixed {
+                Some(n) => cursor.skip_bytes(n as usize)?,
+                None => plans.plan(head).skip_all(&enc, cursor)?,
+            }
+            if head.has_children {
                 d += 1;
             }
         }
