@@ -613,27 +613,35 @@ impl StrIndex {
         range: std::ops::Range<usize>,
         out: &mut Vec<StrOffset>,
     ) {
-        // The unknown entries are in index order: one cursor walks them.
-        let mut next = unit
+        // Most strings are known to the run (an earlier unit gave them): their
+        // offsets are copied in one go, and only the others, the unknown entries,
+        // are looked at, in index order, which is the order new strings are
+        // appended in. An unknown entry the worker learned since is known.
+        let at = out.len();
+        out.extend(unit.known[range.clone()].iter().map(|&k| StrOffset(k)));
+        let first = unit
             .unknown
             .partition_point(|u| (u.i as usize) < range.start);
-        for i in range {
-            if let Some(&k) = unit.known.get(i).filter(|&&k| k != 0) {
-                out.push(StrOffset(k));
+        for s in &unit.unknown[first..] {
+            let i = s.i as usize;
+            if i >= range.end {
+                break;
+            }
+            let slot = &mut out[at + i - range.start];
+            if slot.0 != 0 {
                 continue;
             }
-            while unit.unknown[next].i as usize != i {
-                next += 1;
-            }
-            let s = unit.unknown[next];
-            if let Some(off) = self.recent.get(s.key) {
-                out.push(StrOffset(off));
-                continue;
-            }
-            let off = self.intern_hashed(btf, unit.hashes[i], unit.unknown_bytes(&s));
-            self.recent.set(s.key, off.0);
-            out.push(off);
+            *slot = match self.recent.get(s.key) {
+                Some(off) => StrOffset(off),
+                None => {
+                    let off = self.intern_hashed(btf, unit.hashes[i], unit.unknown_bytes(s));
+                    self.recent.set(s.key, off.0);
+                    off
+                }
+            };
         }
+        // Every string not known has an unknown entry (see `push_entry`).
+        debug_assert!(out[at..].iter().all(|o| o.0 != 0), "a string left unmerged");
     }
 
     /// The address cache, for the workers to read ([`UnitInterner::learn_known`]).
