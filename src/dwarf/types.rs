@@ -397,18 +397,13 @@ pub fn index_buckets<'a>(offsets: &[u32], bump: &'a arena::Bump) -> &'a [Bucket]
     };
     let n = (last >> BUCKET_SHIFT) as usize + 1;
     let out = bump.alloc_slice_fill_default::<Bucket>(n);
-    let mut b = 0usize;
-    for (before, &o) in offsets.iter().enumerate() {
-        let ob = (o >> BUCKET_SHIFT) as usize;
-        while b < ob {
-            b += 1;
-            // A count of `offsets`, whose entries come from DIEs of a unit below
-            // 4 GB.
-            #[allow(clippy::cast_possible_truncation)]
-            let before = before as u32;
-            out[b].before = before;
-        }
-        out[ob].starts |= 1 << (o & ((1 << BUCKET_SHIFT) - 1));
+    for &o in offsets {
+        out[(o >> BUCKET_SHIFT) as usize].starts |= 1 << (o & ((1 << BUCKET_SHIFT) - 1));
+    }
+    let mut before = 0u32;
+    for b in out.iter_mut() {
+        b.before = before;
+        before += b.starts.count_ones();
     }
     out
 }
