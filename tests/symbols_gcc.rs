@@ -87,9 +87,7 @@ fn gcc_clones_pieces_and_aliases() {
         let suffix = &name[base.len()..];
         if suffix.contains(".cold") || suffix.contains(".part") {
             pieces += 1;
-            let kept = table
-                .find(base)
-                .map(|f| f.1.syms.iter().any(|s| &*s.name == name));
+            let kept = table.find(base).map(|f| f.1.syms().any(|s| s.name == name));
             assert_ne!(kept, Some(true), "{name} must not be kept");
             continue;
         }
@@ -97,7 +95,7 @@ fn gcc_clones_pieces_and_aliases() {
             .find(base)
             .unwrap_or_else(|| panic!("{base} missing"))
             .1;
-        assert!(f.syms.iter().any(|s| &*s.name == name && s.addr == *addr));
+        assert!(f.syms().any(|s| s.name == name && s.addr == *addr));
     }
     assert_eq!(table.pieces_skipped(), pieces);
     assert_eq!(table.sym_count() + pieces, all.len());
@@ -109,14 +107,14 @@ fn gcc_clones_pieces_and_aliases() {
     );
     let helper = table.find("helper").expect("helper").1;
     let scaled = table.find("scaled").expect("scaled").1;
-    assert!(helper.syms.iter().all(|s| s.name.starts_with("helper.")));
-    assert!(helper.syms.iter().any(|s| s.is_optimized_clone()));
-    assert!(scaled.syms.iter().any(|s| s.is_optimized_clone()));
-    let clone = scaled.syms.iter().find(|s| s.is_optimized_clone()).unwrap();
+    assert!(helper.syms().all(|s| s.name.starts_with("helper.")));
+    assert!(helper.syms().any(|s| s.is_optimized_clone()));
+    assert!(scaled.syms().any(|s| s.is_optimized_clone()));
+    let clone = scaled.syms().find(|s| s.is_optimized_clone()).unwrap();
     assert!(scaled.optimized_symbol_at(clone.addr) || clone.addr == 0);
 
     // An alias is another name at the same address.
-    let use1 = table.find("use1").unwrap().1.syms[0].addr;
+    let use1 = table.find("use1").unwrap().1.sym(0).addr;
     let at: Vec<&str> = table.at_addr(use1).map(|(f, _)| f.name()).collect();
     assert!(at.contains(&"use1") && at.contains(&"alias_fn"), "{at:?}");
     assert!(!table.find("alias_fn").unwrap().1.ambiguous_addr);
@@ -156,7 +154,7 @@ fn relocatable_link_with_two_static_functions_of_one_name() {
     let syms = ElfSymbols::parse(&path, &data).expect("parses");
     assert!(syms.is_rel());
     let dup = syms.functions.find("dup").expect("dup").1;
-    let addrs: Vec<u64> = dup.syms.iter().map(|s| s.addr).collect();
+    let addrs: Vec<u64> = dup.syms().map(|s| s.addr).collect();
     eprintln!("dup symbols at {addrs:?} (section offsets)");
     assert_eq!(addrs.len(), 2);
     assert_ne!(addrs[0], addrs[1]);

@@ -242,8 +242,7 @@ fn true_sym(ef: &crate::symbols::ElfFunction<'_>, addr: u64) -> Option<u32> {
     if addr == 0 {
         return None;
     }
-    ef.syms
-        .iter()
+    ef.syms()
         .position(|s| s.addr == addr && s.name.contains('.'))
         .and_then(|i| u32::try_from(i).ok())
 }

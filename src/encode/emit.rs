@@ -47,7 +47,7 @@ impl FuncEncoder {
                     s.true_sym.is_some() && s.flags & (UNEXPECTED_REG | UNCERTAIN_PARM_LOC) == 0
                 });
                 if let Some(&s) = clone {
-                    let name = &ef.syms[s.true_sym.map_or(0, |k| k as usize)].name;
+                    let name = ef.sym(s.true_sym.map_or(0, |k| k as usize)).name;
                     self.emit_one(st, &s, name, None, &features)?;
                     i = j;
                     continue;
