@@ -24,6 +24,7 @@ pub mod kfuncs;
 #[allow(unsafe_code)]
 // the crate's one use of it: mapping files, releasing pages, mimalloc's option
 pub mod mmap;
+pub mod order;
 pub mod output;
 pub mod pipeline;
 pub mod symbols;

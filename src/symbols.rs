@@ -405,7 +405,7 @@ impl FunctionTableBuilder {
         drop(hashes);
         let mut perm: Vec<u32> = keys.iter().map(key_pos).collect();
         drop(keys);
-        permute_in_place(&mut syms, &mut perm);
+        crate::order::permute_in_place(&mut syms, &mut perm);
         drop(perm);
         for fi in 0..funcs.len() {
             let (start, end) = run_bounds(&funcs, syms.len(), fi);
@@ -525,26 +525,7 @@ fn run_bounds(funcs: &[(u32, bool)], len: usize, i: usize) -> (usize, usize) {
     (funcs[i].0 as usize, end)
 }
 
-/// Reorders `v` so that its `k`-th element is the one at `order[k]` before,
-/// moving each element once along the permutation's cycles (no second array of
-/// elements). `order` is used up.
-fn permute_in_place<T>(v: &mut [T], order: &mut [u32]) {
-    for i in 0..v.len() {
-        let mut cur = i;
-        while order[cur] as usize != cur {
-            let src = order[cur] as usize;
-            order[cur] = index32(cur);
-            if src == i {
-                break;
-            }
-            v.swap(cur, src);
-            cur = src;
-        }
-    }
-}
-
-/// A position in the function table, stored in 32 bits to keep the address index
-/// small.
+/// A position in the function table, stored in 32 bits to keep the table small.
 // The positions count symbols of one symbol table, 16 or 24 bytes each: 2^32 of
 // them would take a 64 GB `.symtab`, which no file we read has (or can map).
 #[allow(clippy::cast_possible_truncation)]
@@ -1153,18 +1134,6 @@ mod tests {
         fn shareable<T: Send + Sync + 'static>() {}
         shareable::<ElfSymbols>();
         shareable::<crate::kfuncs::Kfuncs>();
-    }
-
-    #[test]
-    fn permuting_in_place_follows_every_cycle() {
-        // Cycles of lengths 3, 2 and 1, and one of 4 with elements in between.
-        let order = [2u32, 0, 1, 4, 3, 5, 9, 6, 7, 8];
-        let mut v: Vec<char> = "abcdefghij".chars().collect();
-        let want: Vec<char> = order.iter().map(|&i| v[i as usize]).collect();
-        permute_in_place(&mut v, &mut order.clone());
-        assert_eq!(v, want);
-        let mut none: [u8; 0] = [];
-        permute_in_place(&mut none, &mut []);
     }
 
     #[test]

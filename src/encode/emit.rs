@@ -16,8 +16,13 @@ use std::sync::Arc;
 impl FuncEncoder {
     pub(super) fn emit_funcs(&mut self, st: &mut EncoderState) -> Result<(), EncodeError> {
         let features = st.features().clone();
-        // Stable: the states of one function stay in unit order.
-        self.saved.sort_by_key(|s| s.func);
+        // Stable: the states of one function stay in unit order. Counted, by the
+        // function's index (a comparison sort of the corpus vmlinux's 56,000
+        // records took 3.4-4.4 ms, and as much memory again as the records).
+        let keys: Vec<u32> = self.saved.iter().map(|s| s.func).collect();
+        let mut order = crate::order::stable_by_key(&keys);
+        drop(keys);
+        crate::order::permute_in_place(&mut self.saved, &mut order);
         // Room for a FUNC_PROTO and a FUNC per function and their decl tags, made
         // once: grown by doubling, the run's largest vector (the kept types) would
         // be copied into one of twice its size, the run's peak of memory.
