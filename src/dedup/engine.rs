@@ -49,10 +49,9 @@ pub struct Engine {
     base_types: u32,
     /// First id of the batch (ids below it are fixed and canonical).
     first: u32,
-    /// Canonical id of each type, or a marker.
-    map: Vec<u32>,
-    /// Hypothetical canonical → candidate mapping of one equivalence check.
-    hypot: Vec<u32>,
+    /// Per id, its canonical id (or a marker) and the hypothetical mapping of
+    /// one equivalence check, side by side: the walk reads both of a kept id.
+    ids: Vec<IdSlot>,
     hypot_list: Vec<u32>,
     /// The entries of `hypot_list` that [`Engine::merge_hypot`] may act on: those
     /// whose step met a FWD, STRUCT or UNION on either side.
@@ -162,8 +161,7 @@ impl Engine {
             offs: vec![0, 3],
             base_types,
             first: base_types + 1,
-            map: vec![0],
-            hypot: vec![UNPROCESSED],
+            ids: vec![IdSlot::new(0, UNPROCESSED)],
             hypot_list: Vec::new(),
             merge_list: Vec::new(),
             adjust_canon: false,
@@ -207,8 +205,8 @@ impl Engine {
                         ));
                     }
                 }
-                e.map.extend(1..=base_types);
-                e.hypot.resize(base_types as usize + 1, UNPROCESSED);
+                e.ids
+                    .extend((1..=base_types).map(|id| IdSlot::new(id, UNPROCESSED)));
                 e.anon.resize(base_types as usize + 1, [0; 2]);
                 let mut strs = Vec::new();
                 chain_strings(b, &mut strs);
@@ -319,17 +317,17 @@ impl Engine {
         if id < self.first {
             self.dirty_fixed.push(id);
         }
-        self.map[id as usize] = to;
+        self.ids[id as usize].map = to;
     }
 
     #[inline]
     fn is_mapped(&self, id: u32) -> bool {
-        self.map[id as usize] <= MAX_ID
+        self.ids[id as usize].map <= MAX_ID
     }
 
     #[inline]
     fn resolve(&self, id: u32) -> u32 {
-        resolve_in(&self.map, id)
+        resolve_in(&self.ids, id)
     }
 
     /// A FWD resolved to a STRUCT/UNION becomes that; anything else stays.
@@ -479,7 +477,7 @@ impl Engine {
             if b == 0 || b > self.base_types || k >= self.first + kept {
                 return Err(invalid(b, format!("resolution to {k} is out of range")));
             }
-            self.map[b as usize] = k;
+            self.ids[b as usize].map = k;
         }
         self.settled_end = self.first + kept;
         Ok(())
@@ -496,12 +494,27 @@ impl Engine {
     }
 }
 
-/// The end of `id`'s chain in `map` (see [`Engine::resolve`]), for callers that
-/// hold other fields of the engine mutably.
+/// What the engine keeps per id: see [`Engine::ids`].
+#[derive(Clone, Copy, Debug)]
+struct IdSlot {
+    /// The canonical id, or a marker.
+    map: u32,
+    /// The candidate a running equivalence check pairs this canonical id with.
+    hypot: u32,
+}
+
+impl IdSlot {
+    fn new(map: u32, hypot: u32) -> IdSlot {
+        IdSlot { map, hypot }
+    }
+}
+
+/// The end of `id`'s chain in the map (see [`Engine::resolve`]), for callers
+/// that hold other fields of the engine mutably.
 #[inline]
-fn resolve_in(map: &[u32], mut id: u32) -> u32 {
+fn resolve_in(ids: &[IdSlot], mut id: u32) -> u32 {
     loop {
-        let m = map[id as usize];
+        let m = ids[id as usize].map;
         if m > MAX_ID || m == id {
             return id;
         }

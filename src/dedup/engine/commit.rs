@@ -3,7 +3,7 @@
 //! the kept types as raw BTF.
 
 use super::super::flat::*;
-use super::{invalid, resolve_in, Engine, UNPROCESSED};
+use super::{invalid, resolve_in, Engine, IdSlot, UNPROCESSED};
 use crate::btf::write::RawWriter;
 use crate::btf::{Endian, KindLayout};
 use crate::dedup::DedupError;
@@ -15,7 +15,7 @@ impl Engine {
         let mut new_ids = vec![UNPROCESSED; (e - s) as usize];
         let mut next = s;
         for id in s..e {
-            if self.map[id as usize] == id {
+            if self.ids[id as usize].map == id {
                 new_ids[(id - s) as usize] = next;
                 next += 1;
             }
@@ -36,10 +36,10 @@ impl Engine {
         let base_len = self.offs[s as usize];
         let mut end = base_len as usize;
         let mut out_offs: Vec<u32> = Vec::with_capacity((next - s) as usize);
-        let map = &self.map;
+        let ids = &self.ids;
         let w = &mut self.w;
         for id in s..e {
-            if map[id as usize] != id {
+            if ids[id as usize].map != id {
                 continue;
             }
             let from = self.offs[id as usize] as usize..self.offs[id as usize + 1] as usize;
@@ -48,7 +48,7 @@ impl Engine {
             w.copy_within(from, start);
             let mut bad = None;
             for_each_ref_pos(w[start + 1], |p| {
-                let x = resolve_in(map, w[start + p]);
+                let x = resolve_in(ids, w[start + p]);
                 let y = if x < s { x } else { new_ids[(x - s) as usize] };
                 if y == UNPROCESSED {
                     bad = Some(x);
@@ -79,19 +79,18 @@ impl Engine {
             let r = self.resolve(x);
             let to = if r < s { r } else { new_ids[(r - s) as usize] };
             if incremental && x <= self.base_types && to != x && to != UNPROCESSED {
-                self.map[x as usize] = to;
+                self.ids[x as usize].map = to;
                 match self.base_resolved.iter_mut().find(|(b, _)| *b == x) {
                     Some(e) => e.1 = to,
                     None => self.base_resolved.push((x, to)),
                 }
             } else {
-                self.map[x as usize] = x;
+                self.ids[x as usize].map = x;
             }
         }
-        self.map.truncate(s as usize);
-        self.map.extend(s..next);
-        self.hypot.truncate(s as usize);
-        self.hypot.resize(next as usize, UNPROCESSED);
+        self.ids.truncate(s as usize);
+        self.ids
+            .extend((s..next).map(|id| IdSlot::new(id, UNPROCESSED)));
         self.anon.truncate(s as usize);
         self.anon.resize(next as usize, [0; 2]);
         self.first = next;

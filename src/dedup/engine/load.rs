@@ -10,7 +10,7 @@
 
 use super::super::flat::*;
 use super::hash;
-use super::{fits_u32, invalid, Engine, MAX_ID, UNPROCESSED};
+use super::{fits_u32, invalid, Engine, IdSlot, MAX_ID, UNPROCESSED};
 use crate::btf::{Btf, StrOffset, Type};
 use crate::dedup::{Compat, DedupError, FxHashMap};
 
@@ -268,11 +268,11 @@ impl Engine {
             }
         }
         self.offs.extend(p.ends.iter().map(|e| e + base_len));
-        self.map.resize((s + n) as usize, UNPROCESSED);
+        self.ids
+            .resize((s + n) as usize, IdSlot::new(UNPROCESSED, UNPROCESSED));
         for &i in &p.unmerged {
-            self.map[(s + i) as usize] = s + i;
+            self.ids[(s + i) as usize].map = s + i;
         }
-        self.hypot.resize((s + n) as usize, UNPROCESSED);
         self.anon.resize((s + n) as usize, [0; 2]);
         self.passes = p.passes;
         Ok(s)

@@ -74,7 +74,7 @@ impl Engine {
     /// vmlinux, whose entry and exit were 1.35% of the run's instructions.
     #[inline(always)]
     fn ref_enter(&mut self, id: u32, stack: &mut Vec<(u32, u32)>) -> Result<u32, Bad> {
-        let m = self.map[id as usize];
+        let m = self.ids[id as usize].map;
         if m == IN_PROGRESS {
             return Err(Bad::Loop(id));
         }
@@ -87,7 +87,7 @@ impl Engine {
             K_TYPEDEF if self.compat == Compat::Libbpf1_1 => {}
             _ => return Err(Bad::Unprocessed(id)),
         }
-        self.map[id as usize] = IN_PROGRESS;
+        self.ids[id as usize].map = IN_PROGRESS;
         stack.push((id, 0));
         Ok(PUSHED)
     }
@@ -103,7 +103,7 @@ impl Engine {
             Some(e) if e != super::MANY_REFS => e,
             _ => self.first_equal(id, h),
         };
-        self.map[id as usize] = new;
+        self.ids[id as usize].map = new;
         if new == id {
             self.table_add(h, id);
         }
