@@ -3,9 +3,16 @@
 
 /// The positions of `keys` sorted by key, those of one key in their order (a
 /// stable sort's order), found by counting: for keys below a bound of the order of
-/// the count, such as indices into a table.
+/// the count, such as indices into a table. Keys far larger than their count are
+/// sorted by comparison instead, so that the counts never take more memory than
+/// the keys' order of magnitude.
 pub fn stable_by_key(keys: &[u32]) -> Vec<u32> {
     let buckets = keys.iter().max().map_or(0, |&k| k as usize + 1);
+    if buckets > keys.len().saturating_mul(4).max(1 << 16) {
+        let mut order: Vec<u32> = (0..keys.len()).map(pos32).collect();
+        order.sort_by_key(|&p| keys[p as usize]);
+        return order;
+    }
     // Where each key's positions start, then (as they are placed) the next free.
     let mut next = vec![0u32; buckets + 1];
     for &k in keys {
@@ -74,5 +81,8 @@ mod tests {
         let mut v = keys;
         permute_in_place(&mut v, &mut stable_by_key(&keys));
         assert_eq!(v, [0, 0, 1, 1, 3, 3, 3, 7]);
+        // Keys far past their count: the same order, by comparison.
+        let sparse = [u32::MAX, 5, u32::MAX - 1, 5];
+        assert_eq!(stable_by_key(&sparse), [1, 3, 2, 0]);
     }
 }
