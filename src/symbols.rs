@@ -55,7 +55,7 @@ impl Names {
     /// it. Fails if the names outgrow 32-bit offsets (a string table of 4 GiB).
     fn push(&mut self, name: &[u8]) -> Result<NameSpan, ElfError> {
         let too_large = || ElfError::TooLarge {
-            what: "symbol names",
+            what: "the size of the symbol names",
         };
         let start = u32::try_from(self.0.len()).map_err(|_| too_large())?;
         match std::str::from_utf8(name) {
