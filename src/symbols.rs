@@ -88,6 +88,13 @@ struct FuncEntry {
     bind: u8,
 }
 
+impl FuncEntry {
+    /// The base name, from the table's `names`.
+    fn base<'n>(&self, names: &'n Names) -> &'n str {
+        &names.get(self.name)[..self.base_len as usize]
+    }
+}
+
 /// One `STT_FUNC` symbol of the function table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FuncSym<'t> {
@@ -360,10 +367,7 @@ impl FunctionTableBuilder {
             hashes,
             pieces_skipped,
         } = self;
-        let base = |k: &SortKey| {
-            let e = &syms[key_pos(k) as usize];
-            &names.get(e.name)[..e.base_len as usize]
-        };
+        let base = |k: &SortKey| syms[key_pos(k) as usize].base(&names);
         keys.sort_unstable();
         // Longer names with equal keys, in runs: in order of their names, then
         // positions.
@@ -462,15 +466,9 @@ impl FunctionTable {
     /// The function with this base name, with its index (stable for this table).
     pub fn find(&self, name: &str) -> Option<(usize, ElfFunction<'_>)> {
         self.funcs
-            .binary_search_by(|&(start, _)| self.base_at(start as usize).cmp(name))
+            .binary_search_by(|&(start, _)| self.syms[start as usize].base(&self.names).cmp(name))
             .ok()
             .map(|i| (i, self.get(i)))
-    }
-
-    /// The base name of symbol `i` (in sorted order).
-    fn base_at(&self, i: usize) -> &str {
-        let e = &self.syms[i];
-        &self.names.get(e.name)[..e.base_len as usize]
     }
 
     /// The index of the function whose base name is `name`.
@@ -851,38 +849,33 @@ fn scan_symbols<'data, Elf: FileHeader<Endian = Endianness>>(
 }
 
 /// `objects` sorted by (section, name, value), those equal in all three kept in
-/// `.symtab` order, as a stable sort would; the comparisons go by the names' prefix
-/// keys first, kept beside the positions, instead of reading each name.
+/// `.symtab` order, as a stable sort would; the comparisons go by the names'
+/// [`sort_key`] words first, kept beside the positions, instead of reading each
+/// name.
 fn sort_objects(objects: Objects) -> Objects {
     let Objects { entries, names } = objects;
-    let mut keyed: Vec<(u32, u128, u32)> = entries
+    let mut keyed: Vec<(u32, SortKey)> = entries
         .iter()
         .enumerate()
-        .map(|(i, o)| (o.section, name_prefix(names.get(o.name)), index32(i)))
+        .map(|(i, o)| (o.section, sort_key(names.get(o.name), index32(i))))
         .collect();
-    keyed.sort_unstable_by(|&(sa, ka, a), &(sb, kb, b)| {
-        let (oa, ob) = (&entries[a as usize], &entries[b as usize]);
-        (sa, ka)
-            .cmp(&(sb, kb))
+    keyed.sort_unstable_by(|&(sa, ka), &(sb, kb)| {
+        let (oa, ob) = (
+            &entries[key_pos(&ka) as usize],
+            &entries[key_pos(&kb) as usize],
+        );
+        (sa, ka.0, ka.1, ka.2)
+            .cmp(&(sb, kb.0, kb.1, kb.2))
             .then_with(|| (names.get(oa.name), oa.value).cmp(&(names.get(ob.name), ob.value)))
-            .then(a.cmp(&b))
+            .then(key_pos(&ka).cmp(&key_pos(&kb)))
     });
     Objects {
-        entries: keyed.iter().map(|&(_, _, i)| entries[i as usize]).collect(),
+        entries: keyed
+            .iter()
+            .map(|(_, k)| entries[key_pos(k) as usize])
+            .collect(),
         names,
     }
-}
-
-/// The bytes of a name [`name_prefix`] keeps.
-const PREFIX_BYTES: usize = 16;
-
-/// The first sixteen bytes of `name`, big-endian, padded with zeros: symbol names
-/// (which hold no NUL) whose keys differ compare as their keys do.
-fn name_prefix(name: &str) -> u128 {
-    let mut b = [0u8; PREFIX_BYTES];
-    let n = name.len().min(PREFIX_BYTES);
-    b[..n].copy_from_slice(&name.as_bytes()[..n]);
-    u128::from_be_bytes(b)
 }
 
 /// Gives the allocated sections of an ET_REL file the addresses libdwfl's
@@ -1127,6 +1120,17 @@ mod tests {
         assert!(ambiguous_address([8, 0]));
         assert!(!ambiguous_address([8]));
         assert!(!ambiguous_address([]));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_kept_lossily() {
+        let mut names = Names::default();
+        let a = names.push(b"ok").unwrap();
+        let b = names.push(b"bad\xff.isra.0").unwrap();
+        assert_eq!(names.get(a), "ok");
+        assert_eq!(names.get(b), "bad\u{fffd}.isra.0");
+        // The spans follow one another, the replacement's three bytes counted.
+        assert_eq!((b.start, b.len), (2, 13));
     }
 
     #[test]
