@@ -19,28 +19,31 @@ impl Validator<'_> {
             (id.0 >= first && ((id.0 - first) as usize) < n).then(|| (id.0 - first) as usize)
         };
         let mut loops = Vec::new();
-        // Value edges.
-        let value_edges = |t: &Type, out: &mut Vec<TypeId>| {
-            out.clear();
-            match &t.kind {
-                TypeKind::Ptr(_) | TypeKind::Func { .. } | TypeKind::FuncProto { .. } => {}
-                TypeKind::DeclTag { .. } => {}
-                k => k.for_each_ref(|r| out.push(r)),
-            }
+        // Value edges, appended to `edges`.
+        let value_edges = |t: &Type, out: &mut Vec<TypeId>| match &t.kind {
+            TypeKind::Ptr(_) | TypeKind::Func { .. } | TypeKind::FuncProto { .. } => {}
+            TypeKind::DeclTag { .. } => {}
+            k => k.for_each_ref(|r| out.push(r)),
         };
-        let mut stack: Vec<(usize, Vec<TypeId>, usize)> = Vec::new();
+        // The walk's frames: a type, and the range of `edges` (next, end) still to
+        // follow from it. A type's edges go after its parent's, so the frames and
+        // the edges grow and shrink together: two vectors for the whole walk, where
+        // a vector per type took 1.7 million allocations on the corpus vmlinux.
+        let mut stack: Vec<(usize, usize, usize)> = Vec::new();
+        let mut edges: Vec<TypeId> = Vec::new();
         for start in 0..n {
             if state[start] != 0 {
                 continue;
             }
-            let mut edges = Vec::new();
             value_edges(&self.btf.types()[start], &mut edges);
             state[start] = 1;
-            stack.push((start, edges, 0));
-            while let Some((node, edges, next)) = stack.last_mut() {
-                if *next == edges.len() {
+            stack.push((start, 0, edges.len()));
+            while let Some((node, next, end)) = stack.last_mut() {
+                if *next == *end {
+                    // Its edges, the last in `edges`, are all followed.
                     state[*node] = 2;
                     stack.pop();
+                    edges.truncate(stack.last().map_or(0, |f| f.2));
                     continue;
                 }
                 let r = edges[*next];
@@ -48,10 +51,10 @@ impl Validator<'_> {
                 let Some(j) = local(r) else { continue };
                 match state[j] {
                     0 => {
-                        let mut e = Vec::new();
-                        value_edges(&self.btf.types()[j], &mut e);
+                        let from = edges.len();
+                        value_edges(&self.btf.types()[j], &mut edges);
                         state[j] = 1;
-                        stack.push((j, e, 0));
+                        stack.push((j, from, edges.len()));
                     }
                     1 => loops.push(j),
                     _ => {}
@@ -66,11 +69,12 @@ impl Validator<'_> {
         let mut state = vec![0u8; n];
         let chain_next = |t: &Type| t.kind.ref_target();
         let mut bad = Vec::new();
+        let mut path = Vec::new();
         for start in 0..n {
             if state[start] != 0 {
                 continue;
             }
-            let mut path = Vec::new();
+            path.clear();
             let mut cur = start;
             loop {
                 match state[cur] {
@@ -88,7 +92,7 @@ impl Validator<'_> {
                     None => break,
                 }
             }
-            for p in path {
+            for &p in &path {
                 state[p] = 2;
             }
         }

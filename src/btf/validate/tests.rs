@@ -172,3 +172,49 @@ fn two_threads_report_the_same_problems_in_the_same_order() {
     let looped = one.iter().position(|p| p.what.contains("loop"));
     assert!(name.is_some() && name < looped, "{one:?}");
 }
+
+/// Adds struct `name` of `size` bytes with members of types `tys`, each four
+/// bytes after the one before.
+fn struct_of(b: &mut Btf, name: &[u8], size: u32, tys: &[u32]) {
+    let members = (0u32..)
+        .zip(tys)
+        .map(|(i, &ty)| Member {
+            name: StrOffset::EMPTY,
+            type_id: TypeId(ty),
+            offset: 32 * i,
+        })
+        .collect();
+    let kind = TypeKind::Struct(Composite {
+        size,
+        kflag: false,
+        members,
+    });
+    b.push_named(name, kind);
+}
+
+#[test]
+fn value_loop_after_a_finished_member_is_reported_once() {
+    // s { t; u; int }, t { int; int }, u { t; s }: t is done when u reaches s,
+    // which is still being walked.
+    let mut b = base();
+    struct_of(&mut b, b"s", 12, &[3, 4, 1]);
+    struct_of(&mut b, b"t", 8, &[1, 1]);
+    struct_of(&mut b, b"u", 12, &[3, 2]);
+    let loops: Vec<_> = validate(&b)
+        .into_iter()
+        .filter(|p| p.what.contains("loop"))
+        .collect();
+    assert_eq!(loops.len(), 1, "{loops:?}");
+    assert_eq!(loops[0].id, Some(TypeId(2)), "{loops:?}");
+}
+
+#[test]
+fn shared_members_are_no_loop() {
+    // s { t; t; u }, t { int }, u { t }: t is reached three times, never while
+    // it is being walked.
+    let mut b = base();
+    struct_of(&mut b, b"s", 12, &[3, 3, 4]);
+    struct_of(&mut b, b"t", 4, &[1]);
+    struct_of(&mut b, b"u", 4, &[3]);
+    assert_eq!(validate(&b), vec![]);
+}
