@@ -16,6 +16,11 @@ fn one_member_struct(b: &mut Btf, name: &[u8], size: u32, member: &[u8], ty: Typ
         type_id: ty,
         offset: 0,
     }];
+    push_struct(b, name, size, members);
+}
+
+/// Adds struct `name` of `size` bytes with `members`.
+fn push_struct(b: &mut Btf, name: &[u8], size: u32, members: Vec<Member>) {
     let kind = TypeKind::Struct(Composite {
         size,
         kflag: false,
@@ -184,12 +189,7 @@ fn struct_of(b: &mut Btf, name: &[u8], size: u32, tys: &[u32]) {
             offset: 32 * i,
         })
         .collect();
-    let kind = TypeKind::Struct(Composite {
-        size,
-        kflag: false,
-        members,
-    });
-    b.push_named(name, kind);
+    push_struct(b, name, size, members);
 }
 
 #[test]
