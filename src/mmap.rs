@@ -1,7 +1,8 @@
 //! The crate's dealings with the operating system that need `unsafe`, fenced in one
 //! module: mapping input files ([`map_file`], the one constructor of a mapping),
 //! giving the pages of consumed input back ([`release_range`]), so the mapped input
-//! does not stay resident, the allocator's one option ([`tune_allocator`]), and the
+//! does not stay resident, the same for the deep end of a pooled unit arena
+//! ([`reset_arena`]), the allocator's options ([`tune_allocator`]), and the
 //! calling thread's exact CPU time for `--time` ([`thread_cpu_ns`]).
 //! Everything else in the crate is `#![deny(unsafe_code)]`.
 //!
@@ -15,6 +16,7 @@ use std::io;
 use std::ops::Range;
 use std::sync::OnceLock;
 
+use arena::CuArena;
 use memmap2::{Mmap, UncheckedAdvice};
 
 /// Maps `file` read-only and private. Every input (ELF, raw BTF, a base) is read
@@ -90,6 +92,50 @@ pub fn release_range(map: &Mmap, range: Range<usize>) -> io::Result<usize> {
     // `pages` lies inside the mapping and is page-aligned.
     unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, pages.start, pages.len())? };
     Ok(pages.len())
+}
+
+/// Resets `arena` for the next unit (see [`CuArena::reset`]), first giving the
+/// system back the pages its unit used below the top `resident` bytes of the chunk
+/// the arena keeps. A pooled arena otherwise stays resident as deep as the largest
+/// unit it ever held reached, in every pooled arena at once; the next unit that
+/// goes that deep faults the pages in again, zeroed, which costs time only.
+/// Returns how many bytes were given back.
+pub fn reset_arena(arena: &mut CuArena, resident: usize) -> usize {
+    let released = match arena.kept_chunk_used() {
+        Some(used) if used.len() > resident => {
+            let page = page_size();
+            let start = used.start.div_ceil(page) * page;
+            let end = (used.end - resident) / page * page;
+            if start < end {
+                // SAFETY: `start..end` lies inside the chunk `arena` owns and keeps
+                // (whole pages of the part its last unit used), which nothing else
+                // refers to: the arena is borrowed mutably, so none of the unit's
+                // values is alive, and it is reset right below. The chunk is heap
+                // memory, private and anonymous, so MADV_DONTNEED only drops the
+                // pages' contents, which read back as zeros; the chunk's bumpalo
+                // footer lies above `used.end` and is not touched.
+                let rc =
+                    unsafe { madvise(start as *mut std::ffi::c_void, end - start, MADV_DONTNEED) };
+                if rc == 0 {
+                    end - start
+                } else {
+                    0
+                }
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    };
+    arena.reset();
+    released
+}
+
+const MADV_DONTNEED: std::ffi::c_int = 4;
+
+extern "C" {
+    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int)
+        -> std::ffi::c_int;
 }
 
 /// Where `part` lies in `map` (byte offsets), or None for a slice that is not part
@@ -345,6 +391,30 @@ mod tests {
             "{} ns of CPU in {wall} ns of wall time",
             c - b
         );
+    }
+
+    #[test]
+    fn a_pooled_arena_gives_its_deep_pages_back_and_still_works() {
+        let page = page_size();
+        let mut arena = CuArena::with_capacity(4 << 20);
+        // A shallow unit: nothing to give back.
+        arena.alloc_slice(&[1u8; 4096]);
+        assert_eq!(reset_arena(&mut arena, 512 << 10), 0);
+        // A deep one: what lies below the top 512 KiB, in whole pages.
+        let deep = arena.alloc_iter(std::iter::repeat_n(7u8, 3 << 20));
+        assert!(deep.iter().all(|&b| b == 7));
+        let released = reset_arena(&mut arena, 512 << 10);
+        assert!(released.is_multiple_of(page), "{released}");
+        assert!(
+            released > (3 << 20) - (512 << 10) - 2 * page && released <= (3 << 20) - (512 << 10),
+            "{released}"
+        );
+        // The chunk is kept and serves the next unit, given-back pages included.
+        let kept = arena.allocated_bytes();
+        let pattern: Vec<u8> = (0..=250u8).cycle().take(3 << 20).collect();
+        let again = arena.alloc_slice(&pattern);
+        assert!(again == &pattern[..]);
+        assert_eq!(arena.allocated_bytes(), kept);
     }
 
     #[test]

@@ -213,6 +213,17 @@ impl CuArena {
         }
     }
 
+    /// The addresses (`start..end`) the unit used in the chunk [`CuArena::reset`]
+    /// keeps, if any: bumpalo allocates downwards from a chunk's end, so the unit's
+    /// bytes are the top `end - start` of that chunk. For a caller that gives the
+    /// pages of a large unit back before the arena is pooled (the crate itself
+    /// does not touch the system).
+    pub fn kept_chunk_used(&mut self) -> Option<std::ops::Range<usize>> {
+        let used = self.bump.iter_allocated_chunks().next()?;
+        let start = used.as_ptr() as usize;
+        Some(start..start + used.len())
+    }
+
     /// Moves `value` into the arena.
     pub fn alloc<T>(&self, value: T) -> &mut T {
         const {
@@ -292,6 +303,23 @@ mod tests {
         assert_eq!(T.stats().live_arenas, 1);
         drop(arena);
         assert_eq!(T.stats().live_bytes, 0);
+    }
+
+    #[test]
+    fn kept_chunk_used_is_the_top_of_the_kept_chunk() {
+        static T: Tracker = Tracker::new();
+        let mut arena = CuArena::with_tracker(&T);
+        assert_eq!(arena.kept_chunk_used().map(|r| r.len()).unwrap_or(0), 0);
+        // Two chunks: the range is that of the newer, the one a reset keeps.
+        arena.alloc_slice(&[1u8; 1000]);
+        let big = arena.alloc_slice(&[2u8; 64 << 10]).as_ptr() as usize;
+        let used = arena.kept_chunk_used().unwrap();
+        assert!(used.contains(&big) && used.contains(&(big + (64 << 10) - 1)));
+        assert!(used.len() >= 64 << 10, "{used:?}");
+        let kept = arena.allocated_bytes();
+        arena.reset();
+        assert!(arena.allocated_bytes() < kept);
+        assert_eq!(arena.kept_chunk_used().map(|r| r.len()).unwrap_or(0), 0);
     }
 
     #[test]
