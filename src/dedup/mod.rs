@@ -39,16 +39,21 @@
 //! stays proportional to the deduplicated output, not to the input. Each batch goes
 //! through the passes above as a split BTF over the canonical set would, except that
 //! FWDs are not resolved by name (step 4): whether a name is unique is only known
-//! once every batch is in. A base FWD (or enum FWD) that a batch resolves to one of
-//! its types stays resolved, to that type's kept copy, for every later batch, as it
-//! stays for the rest of libbpf's one dedup (libbpf never undoes a map entry). The
-//! kept set itself never changes after the fact, which is where incremental and
-//! one-shot dedup of the same stream can part:
+//! once every batch is in. A FWD (or enum FWD), of the base or kept, that a batch
+//! resolves to one of its types stays resolved, to that type's kept copy, for every
+//! later batch, as it stays for the rest of libbpf's one dedup (libbpf never undoes
+//! a map entry). The kept set itself never changes after the fact, which is where
+//! incremental and one-shot dedup of the same stream can part:
 //!
-//! * a FWD kept before its STRUCT/UNION arrives stays a FWD in the set, and a later
-//!   struct whose graph would need that FWD resolved is not merged with the kept
-//!   struct that refers to it (libbpf's rule for a base FWD); one-shot dedup would
-//!   resolve the FWD and merge. An enum FWD kept before its full enum likewise stays;
+//! * a FWD kept before its STRUCT/UNION arrives stays a FWD in the set, and the
+//!   first batch struct whose graph needs that FWD resolved is not merged with the
+//!   kept struct that refers to it (libbpf's rule for a base FWD, `adjust_canon`):
+//!   it is kept, and the FWD resolved, so later batches merge with the first kept
+//!   struct as one-shot dedup would (with the FWD put back after each batch, as
+//!   before 2026-12-05, every later batch's copy of such a struct was first walked
+//!   against that struct, then against the second: a third of the struct pass's
+//!   steps on the corpus vmlinux). One-shot dedup would resolve the FWD and merge at
+//!   the first batch already. An enum FWD kept before its full enum likewise stays;
 //! * whether two structs are equivalent is decided when the later one arrives,
 //!   against a set that is already deduplicated; one-shot dedup compares raw CU
 //!   graphs, and libbpf's checks are path dependent (duplicate types inside one CU,
@@ -690,6 +695,47 @@ mod tests {
         }
         let want = dedup(&all).unwrap();
         assert_eq!(names(&want), ["STRUCT:R", "PTR:", "STRUCT:N", "INT:int"]);
+        let got = inc.finish().unwrap();
+        assert_eq!(
+            crate::btf::write::to_bytes(&got),
+            crate::btf::write::to_bytes(&want)
+        );
+    }
+
+    /// A batch holding `struct N` only as a FWD, with `T { N *m; }` and
+    /// `R { T *m; }`, then batches defining N (see [`defines_n`]). The first of
+    /// those needs the kept FWD resolved: its `R`, like the base's case above,
+    /// is kept, and the FWD resolved to its N stays resolved for the later batches
+    /// (the old rule put it back after each batch), so that their `T` merges with
+    /// the kept one at once. The final pass must give one-shot dedup's bytes.
+    #[test]
+    fn kept_fwd_resolved_by_a_batch_stays_resolved() {
+        let mut first = Btf::new(None);
+        let n = first.push_str(b"N");
+        let fwd = first.push_type(Type {
+            name: n,
+            kind: TypeKind::Fwd { union: false },
+        });
+        let p = ptr(&mut first, fwd);
+        let t = strukt(&mut first, b"T", p);
+        let p = ptr(&mut first, t);
+        strukt(&mut first, b"R", p);
+        let mut all = first.clone();
+        let mut inc = Incremental::new(None, Compat::Upstream).unwrap();
+        inc.add(&first).unwrap();
+        let mut kept = vec![inc.len()];
+        for top in [b"R", b"Q", b"R"] {
+            defines_n(&mut all, top);
+            let mut cu = Btf::new(None);
+            defines_n(&mut cu, top);
+            inc.add(&cu).unwrap();
+            kept.push(inc.len());
+        }
+        // The second batch keeps R (its check needed the FWD), N, PTR->N and int;
+        // the third only Q, its T being the first batch's through the resolved
+        // FWD (with the FWD put back: a second T and a pointer to it as well).
+        assert_eq!(kept, [5, 9, 10, 10]);
+        let want = dedup(&all).unwrap();
         let got = inc.finish().unwrap();
         assert_eq!(
             crate::btf::write::to_bytes(&got),

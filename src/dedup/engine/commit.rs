@@ -71,18 +71,25 @@ impl Engine {
         self.clear_hypot();
         let incremental = self.batch_keys.is_some();
         for x in std::mem::take(&mut self.dirty_fixed) {
-            // libbpf never undoes a change to the map: a base FWD (or enum FWD) that a
+            // libbpf never undoes a change to the map: a FWD (or enum FWD) that a
             // batch resolved stays resolved, to that type's kept copy, for every later
-            // batch, as for the rest of a one-shot dedup. Kept types, fixed only in
-            // the incremental mode, go back to themselves: the final pass redoes
-            // those resolutions among kept types.
+            // batch, as for the rest of a one-shot dedup. For a base FWD the final
+            // pass starts from that resolution (`base_resolved`). A kept FWD stays in
+            // the kept set, resolved: later batches see the struct through it, as a
+            // one-shot dedup would after the same check, and their copies of a
+            // struct that refers to it merge with the kept one at once instead of
+            // each needing the FWD resolved (`adjust_canon`), failing that check and
+            // being compared with the next candidate, a second walk of the unit's
+            // graph. The final pass redoes the resolutions among kept types.
             let r = self.resolve(x);
             let to = if r < s { r } else { new_ids[(r - s) as usize] };
-            if incremental && x <= self.base_types && to != x && to != UNPROCESSED {
+            if incremental && to != x && to != UNPROCESSED {
                 self.ids[x as usize].map = to;
-                match self.base_resolved.iter_mut().find(|(b, _)| *b == x) {
-                    Some(e) => e.1 = to,
-                    None => self.base_resolved.push((x, to)),
+                if x <= self.base_types {
+                    match self.base_resolved.iter_mut().find(|(b, _)| *b == x) {
+                        Some(e) => e.1 = to,
+                        None => self.base_resolved.push((x, to)),
+                    }
                 }
             } else {
                 self.ids[x as usize].map = x;
