@@ -647,20 +647,27 @@ mod tests {
         assert!(matches!(dedup(&b), Err(DedupError::Loop { .. })));
     }
 
-    /// A base holding `struct N` only as a FWD, and `T { N *m; }`, `R { T *m; }`,
-    /// `Q { T *m; }`.
-    fn base_with_fwd() -> Arc<Btf> {
-        let mut b = Btf::new(None);
+    /// `struct N` only as a FWD, `T { N *m; }`, and `TOP { T *m; }` for each of
+    /// `tops`.
+    fn n_only_declared(b: &mut Btf, tops: &[&[u8]]) {
         let n = b.push_str(b"N");
         let fwd = b.push_type(Type {
             name: n,
             kind: TypeKind::Fwd { union: false },
         });
-        let p = ptr(&mut b, fwd);
-        let t = strukt(&mut b, b"T", p);
-        let p = ptr(&mut b, t);
-        strukt(&mut b, b"R", p);
-        strukt(&mut b, b"Q", p);
+        let p = ptr(b, fwd);
+        let t = strukt(b, b"T", p);
+        let p = ptr(b, t);
+        for top in tops {
+            strukt(b, top, p);
+        }
+    }
+
+    /// A base holding `struct N` only as a FWD, and `T { N *m; }`, `R { T *m; }`,
+    /// `Q { T *m; }`.
+    fn base_with_fwd() -> Arc<Btf> {
+        let mut b = Btf::new(None);
+        n_only_declared(&mut b, &[b"R", b"Q"]);
         Arc::new(dedup(&b).unwrap())
     }
 
@@ -711,15 +718,7 @@ mod tests {
     #[test]
     fn kept_fwd_resolved_by_a_batch_stays_resolved() {
         let mut first = Btf::new(None);
-        let n = first.push_str(b"N");
-        let fwd = first.push_type(Type {
-            name: n,
-            kind: TypeKind::Fwd { union: false },
-        });
-        let p = ptr(&mut first, fwd);
-        let t = strukt(&mut first, b"T", p);
-        let p = ptr(&mut first, t);
-        strukt(&mut first, b"R", p);
+        n_only_declared(&mut first, &[b"R"]);
         let mut all = first.clone();
         let mut inc = Incremental::new(None, Compat::Upstream).unwrap();
         inc.add(&first).unwrap();
