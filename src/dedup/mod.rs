@@ -742,6 +742,46 @@ mod tests {
         );
     }
 
+    /// An enum FWD kept before its full enum (with `struct S { enum e m; }` each
+    /// time), then units with the full enum: the batch that resolves the kept
+    /// enum FWD keeps that resolution for the later batches too, and the final
+    /// pass gives one-shot dedup's bytes.
+    #[test]
+    fn kept_enum_fwd_resolved_by_a_batch_stays_resolved() {
+        fn unit(b: &mut Btf, full: bool) {
+            let e = b.push_str(b"e");
+            let values = if full {
+                let v = b.push_str(b"V");
+                vec![EnumValue { name: v, value: 1 }]
+            } else {
+                vec![]
+            };
+            let en = b.push_type(Type {
+                name: e,
+                kind: TypeKind::Enum {
+                    size: 4,
+                    signed: false,
+                    values,
+                },
+            });
+            strukt(b, b"S", en);
+        }
+        let mut all = Btf::new(None);
+        let mut inc = Incremental::new(None, Compat::Upstream).unwrap();
+        for full in [false, true, true, false, true] {
+            unit(&mut all, full);
+            let mut cu = Btf::new(None);
+            unit(&mut cu, full);
+            inc.add(&cu).unwrap();
+        }
+        let want = dedup(&all).unwrap();
+        let got = inc.finish().unwrap();
+        assert_eq!(
+            crate::btf::write::to_bytes(&got),
+            crate::btf::write::to_bytes(&want)
+        );
+    }
+
     #[test]
     fn incremental_keeps_only_new_types() {
         let mut cu = Btf::new(None);
