@@ -663,6 +663,15 @@ mod tests {
         }
     }
 
+    /// The incremental dedup's result, final pass included, is one-shot dedup's
+    /// of `all`, the same types in one BTF, byte for byte.
+    fn assert_same_as_one_shot(inc: Incremental, all: &Btf) {
+        assert_eq!(
+            crate::btf::write::to_bytes(&inc.finish().unwrap()),
+            crate::btf::write::to_bytes(&dedup(all).unwrap())
+        );
+    }
+
     /// A base holding `struct N` only as a FWD, and `T { N *m; }`, `R { T *m; }`,
     /// `Q { T *m; }`.
     fn base_with_fwd() -> Arc<Btf> {
@@ -700,13 +709,11 @@ mod tests {
             defines_n(&mut cu, top);
             inc.add(&cu).unwrap();
         }
-        let want = dedup(&all).unwrap();
-        assert_eq!(names(&want), ["STRUCT:R", "PTR:", "STRUCT:N", "INT:int"]);
-        let got = inc.finish().unwrap();
         assert_eq!(
-            crate::btf::write::to_bytes(&got),
-            crate::btf::write::to_bytes(&want)
+            names(&dedup(&all).unwrap()),
+            ["STRUCT:R", "PTR:", "STRUCT:N", "INT:int"]
         );
+        assert_same_as_one_shot(inc, &all);
     }
 
     /// A batch holding `struct N` only as a FWD, with `T { N *m; }` and
@@ -734,12 +741,7 @@ mod tests {
         // the third only Q, its T being the first batch's through the resolved
         // FWD (with the FWD put back: a second T and a pointer to it as well).
         assert_eq!(kept, [5, 9, 10, 10]);
-        let want = dedup(&all).unwrap();
-        let got = inc.finish().unwrap();
-        assert_eq!(
-            crate::btf::write::to_bytes(&got),
-            crate::btf::write::to_bytes(&want)
-        );
+        assert_same_as_one_shot(inc, &all);
     }
 
     /// An enum FWD kept before its full enum (with `struct S { enum e m; }` each
@@ -774,12 +776,7 @@ mod tests {
             unit(&mut cu, full);
             inc.add(&cu).unwrap();
         }
-        let want = dedup(&all).unwrap();
-        let got = inc.finish().unwrap();
-        assert_eq!(
-            crate::btf::write::to_bytes(&got),
-            crate::btf::write::to_bytes(&want)
-        );
+        assert_same_as_one_shot(inc, &all);
     }
 
     #[test]
@@ -799,7 +796,6 @@ mod tests {
         cycle_cu(&mut all);
         cycle_cu(&mut all);
         int(&mut all);
-        let got = crate::btf::write::to_bytes(&inc.finish().unwrap());
-        assert_eq!(got, crate::btf::write::to_bytes(&dedup(&all).unwrap()));
+        assert_same_as_one_shot(inc, &all);
     }
 }
