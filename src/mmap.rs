@@ -106,7 +106,7 @@ pub fn reset_arena(arena: &mut CuArena, resident: usize) -> usize {
             let page = page_size();
             let start = used.start.div_ceil(page) * page;
             let end = (used.end - resident) / page * page;
-            if start < end {
+            if start < end && cfg!(target_os = "linux") {
                 // SAFETY: `start..end` lies inside the chunk `arena` owns and keeps
                 // (whole pages of the part its last unit used), which nothing else
                 // refers to: the arena is borrowed mutably, so none of the unit's
@@ -131,6 +131,9 @@ pub fn reset_arena(arena: &mut CuArena, resident: usize) -> usize {
     released
 }
 
+/// Linux's `MADV_DONTNEED`, 4 on every architecture Rust builds Linux for (on
+/// other systems [`reset_arena`] gives nothing back). Declared here rather than
+/// through a crate for one constant and one call.
 const MADV_DONTNEED: std::ffi::c_int = 4;
 
 extern "C" {
@@ -404,11 +407,16 @@ mod tests {
         let deep = arena.alloc_iter(std::iter::repeat_n(7u8, 3 << 20));
         assert!(deep.iter().all(|&b| b == 7));
         let released = reset_arena(&mut arena, 512 << 10);
-        assert!(released.is_multiple_of(page), "{released}");
-        assert!(
-            released > (3 << 20) - (512 << 10) - 2 * page && released <= (3 << 20) - (512 << 10),
-            "{released}"
-        );
+        if cfg!(target_os = "linux") {
+            assert!(released.is_multiple_of(page), "{released}");
+            assert!(
+                released > (3 << 20) - (512 << 10) - 2 * page
+                    && released <= (3 << 20) - (512 << 10),
+                "{released}"
+            );
+        } else {
+            assert_eq!(released, 0);
+        }
         // The chunk is kept and serves the next unit, given-back pages included.
         let kept = arena.allocated_bytes();
         let pattern: Vec<u8> = (0..=250u8).cycle().take(3 << 20).collect();
