@@ -103,9 +103,10 @@ pub fn release_range(map: &Mmap, range: Range<usize>) -> io::Result<usize> {
 pub fn reset_arena(arena: &mut CuArena, resident: usize) -> usize {
     let released = match arena.kept_chunk_used() {
         Some(used) if used.len() > resident => {
-            let page = page_size();
-            let start = used.start.div_ceil(page) * page;
-            let end = (used.end - resident) / page * page;
+            // Addresses as offsets from 0, in a "mapping" no range reaches the end
+            // of: the whole pages inside, rounded inward at both ends.
+            let pages = whole_pages(0, usize::MAX, used.start..used.end - resident, page_size());
+            let (start, end) = (pages.start, pages.end);
             if start < end && cfg!(target_os = "linux") {
                 // SAFETY: `start..end` lies inside the chunk `arena` owns and keeps
                 // (whole pages of the part its last unit used), which nothing else
