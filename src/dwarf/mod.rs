@@ -24,6 +24,7 @@ mod locs;
 mod plan;
 #[allow(non_upper_case_globals)]
 mod record;
+mod units;
 #[allow(non_upper_case_globals)]
 mod walk;
 
@@ -34,9 +35,6 @@ use gimli::{EndianSlice, RunTimeEndian};
 
 /// The reader every DWARF section is read through: a slice of the input.
 pub type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
-
-/// How far the unit header walk goes between releases of the pages behind it.
-const RELEASE_STEP: usize = 4 << 20;
 
 /// The DWARF of one input file: its sections and the headers of its units.
 pub struct DwarfInput<'a> {
@@ -79,56 +77,37 @@ impl<'a> DwarfInput<'a> {
                 "DWARF 4 type units (.debug_types, -fdebug-types-section) are not supported",
             ));
         }
-        // No abbreviations cache: gimli fills it by walking every unit header, which
-        // faults in most of .debug_info at once (see below), and compilers give each
+        // No abbreviations cache: gimli fills it by walking every unit header
+        // through the mapping, which faults in most of .debug_info at once (see
+        // `units`), and compilers give each
         // unit its own abbreviation table anyway (all 2401 units of a vmlinux do), so
         // each unit parses its table when it is parsed.
         let dwarf = gimli::Dwarf::load(load)?;
-        let mut units = Vec::new();
-        let mut iter = dwarf.units();
-        // Reading a unit's header faults in the pages around it (the kernel maps
-        // neighbouring pages on every fault): over a vmlinux's thousands of units that
-        // is most of .debug_info. The pages behind the walk are given back as it goes;
-        // each unit's pages come back while it is parsed. Nothing is released for a
-        // section that is an owned copy rather than part of the mapping.
         let info = input.section(".debug_info");
-        let map = input.map();
-        let info_range = crate::mmap::range_in(map, info);
-        let info_start = info_range.as_ref().map_or(0, |r| r.start);
-        let mut front = info_range.map(crate::mmap::ReleaseFront::new);
-        let mut released_to = 0;
-        loop {
-            match iter.next() {
-                Ok(Some(h)) => {
-                    let at = h.offset().as_debug_info_offset().map_or(0, |o| o.0);
-                    if let Some(front) = front.as_mut().filter(|_| at >= released_to + RELEASE_STEP)
-                    {
-                        // Releasing only saves memory; a failure is no reason to stop.
-                        let _ = front.release_through(map, info_start + at);
-                        released_to = at;
-                    }
-                    units.push(UnitPlace {
-                        info: at,
-                        abbrev: h.debug_abbrev_offset().0,
-                    })
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    return Err(Error::file(
-                        input.path(),
-                        format!(
-                            "bad .debug_info unit header after {} units: {e}",
-                            units.len()
-                        ),
-                    ))
-                }
-            }
-        }
+        let big_endian = !input.is_little_endian();
+        // A section in the mapping is read from the file (`units`: reading the
+        // headers through the mapping faulted in the pages around each); one the
+        // input holds as a copy (decompressed, relocated) is read where it is.
+        let listed = match crate::mmap::range_in(input.map(), info) {
+            Some(r) => units::list(info.len(), big_endian, |at, buf| {
+                input.read_at(r.start + at, buf)
+            }),
+            None => units::list(info.len(), big_endian, |at, buf| {
+                buf.copy_from_slice(&info[at..at + buf.len()]);
+                Ok(())
+            }),
+        };
+        let units = listed.map_err(|e| {
+            Error::file(
+                input.path(),
+                match e {
+                    units::ListError::Read(e) => format!("cannot read .debug_info: {e}"),
+                    units::ListError::Bad(what) => format!("bad .debug_info unit header: {what}"),
+                },
+            )
+        })?;
         if units.is_empty() {
             return Err(Error::file(input.path(), "no compile units in .debug_info"));
-        }
-        if let Some(front) = &mut front {
-            let _ = front.release_through(map, info_start + info.len());
         }
         Ok(DwarfInput {
             dwarf,

@@ -68,6 +68,9 @@ self_cell::self_cell!(
 /// the writer, which copies the file from it with the new `.BTF`.
 pub struct MappedElf {
     path: PathBuf,
+    /// The file itself, for reads that should not map its pages in
+    /// ([`ElfInput::read_at`]).
+    file: std::fs::File,
     elf: Mapped,
 }
 
@@ -133,6 +136,7 @@ impl ElfInput {
         let input = ElfInput {
             file: MappedElf {
                 path: path.to_path_buf(),
+                file,
                 elf,
             },
             sections,
@@ -144,6 +148,14 @@ impl ElfInput {
             return Err(ElfError::NoDebugInfo.in_file(path));
         }
         Ok(input)
+    }
+
+    /// Fills `buf` with the file's bytes at `offset` (an offset in
+    /// [`ElfInput::map`], which maps the whole file): what that part of the mapping
+    /// holds, read without faulting its pages in.
+    pub fn read_at(&self, offset: usize, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.file.read_exact_at(buf, offset as u64)
     }
 
     /// The file this was read from.
