@@ -122,6 +122,28 @@ fn no_dwarf_and_truncated() {
     }
 }
 
+/// `obj` with its `.debug_info` replaced by `info` (and no relocations for it), as
+/// `NAME.o`; None (after a skip) if objcopy cannot do it.
+fn with_debug_info(obj: &Path, info: &[u8], name: &str) -> Option<PathBuf> {
+    let garbage = tmp(&format!("{name}.bin"));
+    std::fs::write(&garbage, info).unwrap();
+    let bad = tmp(&format!("{name}.o"));
+    let st = Command::new("objcopy")
+        .arg(format!(
+            "--update-section=.debug_info={}",
+            garbage.display()
+        ))
+        .arg("--remove-section=.rela.debug_info")
+        .arg(obj)
+        .arg(&bad)
+        .status();
+    if !st.map(|s| s.success()).unwrap_or(false) {
+        skip("objcopy could not rewrite .debug_info");
+        return None;
+    }
+    Some(bad)
+}
+
 /// Garbage in `.debug_info` gives an error naming the file, not a panic.
 #[test]
 fn corrupt_debug_info() {
@@ -132,23 +154,27 @@ fn corrupt_debug_info() {
     // abbreviation codes do not exist.
     let mut unit = vec![0x40, 0, 0, 0, 5, 0, 1, 8, 0, 0, 0, 0];
     unit.extend([0x7f; 56]);
-    let garbage = tmp("garbage.bin");
-    std::fs::write(&garbage, unit).unwrap();
-    let bad = tmp("corrupt-bad.o");
-    let st = Command::new("objcopy")
-        .arg(format!(
-            "--update-section=.debug_info={}",
-            garbage.display()
-        ))
-        .arg("--remove-section=.rela.debug_info")
-        .arg(&obj)
-        .arg(&bad)
-        .status();
-    if !st.map(|s| s.success()).unwrap_or(false) {
-        skip("objcopy could not rewrite .debug_info");
+    let Some(bad) = with_debug_info(&obj, &unit, "corrupt-bad") else {
         return;
-    }
+    };
     expect_failure(&bad, "unknown abbreviation");
+    // Headers the unit list cannot step over: a length past the section, a
+    // version no DWARF has, a second header cut short by the section's end.
+    let mut past = unit.clone();
+    past[1] = 0x40;
+    let mut version = unit.clone();
+    version[4] = 9;
+    let mut cut = unit.clone();
+    cut.extend([8, 0, 0, 0, 5]);
+    for (name, info, says) in [
+        ("header-past", past, "past the section"),
+        ("header-version", version, "DWARF version 9"),
+        ("header-cut", cut, "cut short"),
+    ] {
+        if let Some(bad) = with_debug_info(&obj, &info, name) {
+            expect_failure(&bad, says);
+        }
+    }
 }
 
 /// Random damage to `.debug_info` (and `.debug_abbrev`) of a real object: every

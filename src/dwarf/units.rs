@@ -51,12 +51,12 @@ pub fn list(
 /// bytes, and the offset where the next one starts.
 fn parse(h: &[u8], at: usize, len: usize, big_endian: bool) -> Result<(UnitPlace, usize), String> {
     let r = Fields { h, at, big_endian };
-    let (unit_len, offset_size, fixed) = match r.u32(0)? {
-        0xffff_ffff => (r.u64(4)?, 8, 12),
+    let (unit_len, offset_size, fixed) = match r.uint(0, 4)? {
+        0xffff_ffff => (r.uint(4, 8)?, 8, 12),
         l if l >= 0xffff_fff0 => return Err(format!("reserved unit length {l:#x} at {at:#x}")),
-        l => (u64::from(l), 4, 4),
+        l => (l, 4, 4),
     };
-    let version = r.u16(fixed)?;
+    let version = r.uint(fixed, 2)?;
     // After the version: DWARF 2-4 have the abbreviation offset, then the address
     // size; DWARF 5 has the unit type and the address size first.
     let (abbrev_at, rest) = match version {
@@ -64,10 +64,7 @@ fn parse(h: &[u8], at: usize, len: usize, big_endian: bool) -> Result<(UnitPlace
         5 => (fixed + 4, 0),
         v => return Err(format!("unit at {at:#x} has DWARF version {v}, not 2 to 5")),
     };
-    let abbrev = match offset_size {
-        8 => r.u64(abbrev_at)?,
-        _ => u64::from(r.u32(abbrev_at)?),
-    };
+    let abbrev = r.uint(abbrev_at, offset_size)?;
     let header_len = (abbrev_at + offset_size + rest - fixed) as u64;
     if unit_len < header_len {
         return Err(format!(
@@ -99,42 +96,19 @@ struct Fields<'h> {
 }
 
 impl Fields<'_> {
-    fn bytes<const N: usize>(&self, i: usize) -> Result<[u8; N], String> {
-        self.h
-            .get(i..i + N)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| {
-                format!(
-                    "unit header at {:#x} cut short by the section's end",
-                    self.at
-                )
-            })
-    }
-
-    fn u16(&self, i: usize) -> Result<u16, String> {
-        let b = self.bytes(i)?;
+    /// The `size`-byte unsigned field at `i`.
+    fn uint(&self, i: usize, size: usize) -> Result<u64, String> {
+        let b = self.h.get(i..i + size).ok_or_else(|| {
+            format!(
+                "unit header at {:#x} cut short by the section's end",
+                self.at
+            )
+        })?;
+        let fold = |v: u64, &x: &u8| v << 8 | u64::from(x);
         Ok(if self.big_endian {
-            u16::from_be_bytes(b)
+            b.iter().fold(0, fold)
         } else {
-            u16::from_le_bytes(b)
-        })
-    }
-
-    fn u32(&self, i: usize) -> Result<u32, String> {
-        let b = self.bytes(i)?;
-        Ok(if self.big_endian {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        })
-    }
-
-    fn u64(&self, i: usize) -> Result<u64, String> {
-        let b = self.bytes(i)?;
-        Ok(if self.big_endian {
-            u64::from_be_bytes(b)
-        } else {
-            u64::from_le_bytes(b)
+            b.iter().rev().fold(0, fold)
         })
     }
 }
