@@ -79,9 +79,9 @@ impl<'a> DwarfInput<'a> {
         }
         // No abbreviations cache: gimli fills it by walking every unit header
         // through the mapping, which faults in most of .debug_info at once (see
-        // `units`), and compilers give each
-        // unit its own abbreviation table anyway (all 2401 units of a vmlinux do), so
-        // each unit parses its table when it is parsed.
+        // `units`), and compilers give each unit its own abbreviation table anyway
+        // (all 2401 units of a vmlinux do), so each unit parses its table when it
+        // is parsed.
         let dwarf = gimli::Dwarf::load(load)?;
         let info = input.section(".debug_info");
         let big_endian = !input.is_little_endian();
