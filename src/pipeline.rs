@@ -22,7 +22,7 @@
 //! happens in unit order.
 
 use crate::btf::{self, Btf};
-use crate::dedup::{Compat, FinalPass, Incremental};
+use crate::dedup::{Compat, DedupError, FinalPass, FinalStart, Incremental};
 use crate::dwarf::types::{parse_cu, parse_group, CuTypes, PlanCache};
 use crate::dwarf::{lto, DwarfInput};
 use crate::elf::{ElfError, ElfInput, MappedElf, SymbolHalves};
@@ -189,7 +189,7 @@ fn encode_input_bytes(
         // The kept types and the function types: the final pass of the incremental
         // dedup, which starts from what the units settled.
         Some(fin) => fin
-            .dedup_bytes_owned_encoded(state.finish())
+            .finish(state.finish())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}"))),
         None => dedup_output(state.finish()).map_err(|e| Error::file(&opts.input, e)),
     })?;
@@ -328,7 +328,7 @@ fn encode_units(
     input: &ElfInput,
     base: Option<Arc<Btf>>,
     sink: &mut Option<Incremental>,
-) -> Result<(EncoderState, Option<FinalPass>, Vec<FuncSkip>), Error> {
+) -> Result<(EncoderState, Option<FinalBegun>, Vec<FuncSkip>), Error> {
     // The symbol tables, read by the first workers that need them, in two halves
     // that two threads read at once (the others wait): every unit's functions and
     // variables are selected against them.
@@ -359,7 +359,7 @@ fn encode_units_with(
     sink: &mut Option<Incremental>,
     halves: &SymbolHalves<'_>,
     workers: usize,
-) -> Result<(EncoderState, Option<FinalPass>, Vec<FuncSkip>), Error> {
+) -> Result<(EncoderState, Option<FinalBegun>, Vec<FuncSkip>), Error> {
     let t = tuning.timings;
     let dw = phase(t, "list its units", || DwarfInput::new(input))?;
     let little = input.is_little_endian();
@@ -525,13 +525,49 @@ fn encode_units_with(
         let kept = inc
             .kept_types(funcs.types_to_come())
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
-        fin = Some(inc.final_pass());
+        let pass = inc.final_pass();
         drop(inc);
         *state.btf_mut().types_mut() = kept;
+        // The final pass's passes before the reference pass read the kept types
+        // only (see `FinalPass::begin`): with several workers they run on a thread
+        // of their own while the functions are encoded. With one, after them, as
+        // one pass: begun before, its tables were live beside the functions'
+        // encoding and made the run's peak (-j1 on the corpus vmlinux: 42.9 ->
+        // 45.0 MB).
+        fin = Some(if workers > 1 {
+            let (p, str_end) = phase(t, "final dedup: kept types", || {
+                pass.prepare_kept(state.btf())
+            })
+            .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
+            FinalBegun::Beside(std::thread::spawn(move || pass.begin(p, str_end)))
+        } else {
+            FinalBegun::After(pass)
+        });
     }
     let skips = phase(t, "functions and variables", || funcs.finish(&mut state))
         .map_err(|e| Error::file(&opts.input, e.0))?;
     Ok((state, fin, skips))
+}
+
+/// The final pass of an incremental dedup: begun on the kept types on a thread
+/// beside the functions' encoding ([`FinalPass::begin`]), or to run whole after it.
+enum FinalBegun {
+    Beside(std::thread::JoinHandle<Result<FinalStart, DedupError>>),
+    After(FinalPass),
+}
+
+impl FinalBegun {
+    /// The pass over `btf` (the kept types, then the function types): its bytes. A
+    /// panic on the thread that began it goes on here.
+    fn finish(self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        match self {
+            FinalBegun::Beside(h) => h
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p))?
+                .finish(btf),
+            FinalBegun::After(pass) => pass.dedup_bytes_owned_encoded(btf),
+        }
+    }
 }
 
 /// The largest arena (in bytes allocated) that goes back to the pool: the largest

@@ -389,9 +389,29 @@ impl Engine {
     /// The second half of [`Engine::add_batch`]: the passes over the batch loaded
     /// from id `s` on.
     pub fn process(&mut self, s: u32) -> Result<(), DedupError> {
+        self.process_first(s)?;
+        self.process_rest(s)
+    }
+
+    /// The passes over the batch loaded from id `s` on before the reference pass:
+    /// primitive kinds, structs, FWDs. Types appended after them
+    /// ([`Engine::load_more`]) take only the reference pass, as they would in one
+    /// batch: none is of the first passes' kinds, and none of the batch's types
+    /// refers to them.
+    pub fn process_first(&mut self, s: u32) -> Result<(), DedupError> {
         let e = self.n_ids();
         let passes = std::mem::take(&mut self.passes);
-        let res = self.run_passes(&passes, s, e);
+        let res = self.run_first_passes(&passes, s, e);
+        self.passes = passes;
+        res
+    }
+
+    /// The reference pass over the batch loaded from id `s` on (with what was
+    /// appended to it), then its compaction.
+    pub fn process_rest(&mut self, s: u32) -> Result<(), DedupError> {
+        let e = self.n_ids();
+        let passes = std::mem::take(&mut self.passes);
+        let res = passes.refs.iter().try_for_each(|&i| self.ref_type(s + i));
         self.passes = passes;
         res?;
         self.commit(s, e)
@@ -423,7 +443,7 @@ impl Engine {
         std::hint::black_box(acc);
     }
 
-    fn run_passes(&mut self, p: &load::Passes, s: u32, e: u32) -> Result<(), DedupError> {
+    fn run_first_passes(&mut self, p: &load::Passes, s: u32, e: u32) -> Result<(), DedupError> {
         // The passes' lists hold indices in the batch, which starts at `s`.
         for chunk in p.prims.chunks(WARM) {
             self.warm(chunk, |_| false);
@@ -441,9 +461,6 @@ impl Engine {
             // Incremental batches leave this to the final pass: whether a name is
             // unique is only known once every batch is in.
             self.resolve_fwds(s, e);
-        }
-        for &i in &p.refs {
-            self.ref_type(s + i)?;
         }
         Ok(())
     }

@@ -150,6 +150,9 @@ pub enum DedupError {
     },
     /// A batch is not over the base the incremental dedup was started with.
     BaseMismatch,
+    /// Types appended to a batch after its first passes (`Engine::load_more`)
+    /// include a kind those passes handle.
+    NotReferencesOnly,
     /// The result could not be read back (a bug).
     Output(crate::btf::BtfError),
 }
@@ -166,6 +169,9 @@ impl fmt::Display for DedupError {
             }
             DedupError::Loop { id } => write!(f, "type [{id}]: reference types form a loop"),
             DedupError::BaseMismatch => f.write_str("batch is not over the dedup's base BTF"),
+            DedupError::NotReferencesOnly => {
+                f.write_str("types appended after the struct pass include a kind it handles")
+            }
             DedupError::Output(e) => write!(f, "dedup produced unreadable BTF: {e}"),
         }
     }
@@ -473,6 +479,37 @@ impl FinalPass {
         })
     }
 
+    /// The kept types of `btf` (its first own types, which the function types
+    /// follow) prepared for [`FinalPass::begin`], on the thread that owns `btf`
+    /// before anything is added to it: with its string section's end so far.
+    pub fn prepare_kept(&self, btf: &Btf) -> Result<(PreparedBatch, u32), DedupError> {
+        self.check_base(btf)?;
+        let kept = btf
+            .types()
+            .get(..self.kept as usize)
+            .ok_or(DedupError::BaseMismatch)?;
+        let preparer = Preparer::for_base(btf.base_type_count(), self.compat);
+        Ok((preparer.prepare(kept, btf_keys(btf)), btf.str_end()))
+    }
+
+    /// The final pass's passes before the reference pass over the kept types alone
+    /// (`kept`, from [`FinalPass::prepare_kept`], with the section's end then), on
+    /// any thread: they read no type added after the kept ones, since those are
+    /// all of the reference pass or never merged (FUNC_PROTO, FUNC, DECL_TAG, VAR,
+    /// DATASEC, and a tag's PTR or TYPE_TAG) and no kept type refers to them. The
+    /// caller adds the function types meanwhile, then [`FinalStart::finish`].
+    pub fn begin(self, kept: PreparedBatch, str_end: u32) -> Result<FinalStart, DedupError> {
+        let mut engine = engine::Engine::new(self.base.as_deref(), self.compat, false)?;
+        let s = engine.load_prepared(kept, str_end)?;
+        engine.set_settled(self.kept, &self.base_resolved)?;
+        engine.process_first(s)?;
+        Ok(FinalStart {
+            fin: self,
+            engine,
+            s,
+        })
+    }
+
     /// `btf` must be over the base the batches were (the kept ids refer to it).
     fn check_base(&self, btf: &Btf) -> Result<(), DedupError> {
         let same = match (&self.base, btf.base()) {
@@ -485,6 +522,44 @@ impl FinalPass {
         } else {
             Err(DedupError::BaseMismatch)
         }
+    }
+}
+
+/// A final pass begun on the kept types ([`FinalPass::begin`]).
+pub struct FinalStart {
+    fin: FinalPass,
+    engine: engine::Engine,
+    /// Where the kept types start among the engine's ids.
+    s: u32,
+}
+
+impl FinalStart {
+    /// The final pass over `btf`, the kept types it was begun on followed by the
+    /// types added since: the same bytes as [`FinalPass::dedup_bytes_owned_encoded`]
+    /// of it (which runs instead, from the start, should an added type be of a
+    /// kind the first passes handle).
+    pub fn finish(mut self, btf: Btf) -> Result<Vec<u8>, DedupError> {
+        self.fin.check_base(&btf)?;
+        let added = btf
+            .types()
+            .get(self.fin.kept as usize..)
+            .ok_or(DedupError::BaseMismatch)?;
+        let p = self
+            .engine
+            .preparer()
+            .prepare_after(added, btf_keys(&btf), self.fin.kept);
+        match self.engine.load_more(self.s, p, btf.str_end()) {
+            Ok(()) => {}
+            Err(DedupError::NotReferencesOnly) => return self.fin.dedup_bytes_owned_encoded(btf),
+            Err(e) => return Err(e),
+        }
+        self.engine.process_rest(self.s)?;
+        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
+        let layout = btf.layout().map(<[_]>::to_vec);
+        let strs = btf.into_strings();
+        Ok(self
+            .engine
+            .to_bytes_with_strings(endian, &extra, layout.as_deref(), &strs))
     }
 }
 
@@ -777,6 +852,59 @@ mod tests {
             inc.add(&cu).unwrap();
         }
         assert_same_as_one_shot(inc, &all);
+    }
+
+    /// The final pass begun on the kept types alone (`FinalPass::begin`), the
+    /// function types added after: the bytes of the pass run whole, with the
+    /// one-pass fallback when an added type is of a kind the first passes handle.
+    #[test]
+    fn final_pass_begun_on_the_kept_types_gives_the_same_bytes() {
+        let mut inc = Incremental::new(None, Compat::Upstream).unwrap();
+        for _ in 0..3 {
+            let mut cu = Btf::new(None);
+            cycle_cu(&mut cu);
+            int(&mut cu);
+            inc.add(&cu).unwrap();
+        }
+        let fin = inc.final_pass();
+        let kept = inc.snapshot().unwrap();
+        let int_id = (1..=kept.type_count())
+            .map(TypeId)
+            .find(|&id| matches!(kept.get(id).map(|t| &t.kind), Some(TypeKind::Int { .. })))
+            .unwrap();
+        for late_struct in [false, true] {
+            let (p, str_end) = fin.prepare_kept(&kept).unwrap();
+            let begun = fin.clone().begin(p, str_end).unwrap();
+            // Two equal prototypes over kept types, a FUNC for each.
+            let mut b = kept.clone();
+            let x = b.push_str(b"x");
+            for name in [&b"f"[..], b"g"] {
+                let proto = b.push_type(Type {
+                    name: StrOffset::EMPTY,
+                    kind: TypeKind::FuncProto {
+                        ret: int_id,
+                        params: vec![Param {
+                            name: x,
+                            type_id: TypeId(1),
+                        }],
+                    },
+                });
+                let name = b.push_str(name);
+                b.push_type(Type {
+                    name,
+                    kind: TypeKind::Func { proto, linkage: 1 },
+                });
+            }
+            if late_struct {
+                strukt(&mut b, b"late", int_id);
+            }
+            let whole = fin.dedup_bytes_owned_encoded(b.clone()).unwrap();
+            assert_eq!(
+                begun.finish(b).unwrap(),
+                whole,
+                "late struct: {late_struct}"
+            );
+        }
     }
 
     #[test]

@@ -120,6 +120,30 @@ impl Preparer {
         b.finish()
     }
 
+    /// The preparer of an engine over a base of `base_types` types (none: 0).
+    pub fn for_base(base_types: u32, compat: Compat) -> Preparer {
+        Preparer { base_types, compat }
+    }
+
+    /// [`Preparer::prepare`] for types that follow `before` types already loaded
+    /// into the engine: their ids are the final ones (`before` past the base's
+    /// last, then on), so the batch is loaded as it is
+    /// ([`Engine::load_more`](super::Engine::load_more)).
+    pub fn prepare_after(
+        &self,
+        types: &[Type],
+        keys: impl Fn(u32) -> u64,
+        before: u32,
+    ) -> PreparedBatch {
+        let words = types.iter().map(|t| t.record_len() / 4).sum::<usize>();
+        let mut b = self.builder(types.len(), words);
+        b.last_local = b.last_local.saturating_add(before);
+        for t in types {
+            b.push_type(t, &keys);
+        }
+        b.finish()
+    }
+
     /// A builder of a batch of `n` types of about `words` words in all: sized
     /// once, since grown by doubling the final pass's batch (a vmlinux's kept
     /// types and functions, 4 MB of words) was copied into fresh pages each time.
@@ -219,13 +243,26 @@ impl Engine {
     /// same visiting order) or checked. Returns the batch's first id.
     pub(super) fn load(
         &mut self,
-        mut p: PreparedBatch,
+        p: PreparedBatch,
         strings: Strings<'_>,
     ) -> Result<u32, DedupError> {
+        let first_id = self.base_types + 1;
+        let (s, passes) = self.load_numbered(p, strings, first_id)?;
+        self.passes = passes;
+        Ok(s)
+    }
+
+    /// Appends `p`, whose types were numbered from `first_id`, renumbered from the
+    /// next free id; the batch's passes are returned for the caller to place.
+    fn load_numbered(
+        &mut self,
+        mut p: PreparedBatch,
+        strings: Strings<'_>,
+        first_id: u32,
+    ) -> Result<(u32, Passes), DedupError> {
         if p.by != self.preparer() {
             return Err(DedupError::BaseMismatch);
         }
-        let first_id = self.base_types + 1;
         // Type `i` refers past the last type: errors before it come first.
         let limit = p.bad_ref.map_or(p.len(), |(i, _)| i as usize);
         match strings {
@@ -274,8 +311,26 @@ impl Engine {
             self.ids[(s + i) as usize].map = s + i;
         }
         self.anon.resize((s + n) as usize, [0; 2]);
-        self.passes = p.passes;
-        Ok(s)
+        Ok((s, p.passes))
+    }
+
+    /// Appends `p` ([`Preparer::prepare_after`] of the types that follow the ones
+    /// loaded) to the batch loaded last, which [`Engine::process_first`] has taken
+    /// through the passes before the reference pass: `p` may hold only reference
+    /// kinds, VAR and DATASEC, whose ids it gives as they are, and its strings are
+    /// an encoder's section ending at `str_end` (see [`Engine::load_prepared`]).
+    /// `s` is where that batch starts, as its load returned.
+    pub fn load_more(&mut self, s: u32, p: PreparedBatch, str_end: u32) -> Result<(), DedupError> {
+        if !p.passes.prims.is_empty() || !p.passes.structs.is_empty() {
+            return Err(DedupError::NotReferencesOnly);
+        }
+        let next = self.n_ids();
+        let before = next - s;
+        let (_, passes) = self.load_numbered(p, Strings::Encoded { str_end }, next)?;
+        self.passes
+            .refs
+            .extend(passes.refs.iter().map(|&i| i + before));
+        Ok(())
     }
 
     /// Moves the strings of `p`'s first `limit` records from `b`'s section into
