@@ -539,7 +539,14 @@ fn encode_units_with(
                 pass.prepare_kept(state.btf())
             })
             .map_err(|e| Error::file(&opts.input, format!("dedup: {e}")))?;
-            FinalBegun::Beside(std::thread::spawn(move || pass.begin(p, str_end)))
+            // The main thread's usual stack, as the workers have (`sched`). Should
+            // no thread start, the pass runs whole after the functions.
+            let spare = pass.clone();
+            std::thread::Builder::new()
+                .name("dwarf2btf-final".into())
+                .stack_size(8 << 20)
+                .spawn(move || pass.begin(p, str_end))
+                .map_or(FinalBegun::After(spare), FinalBegun::Beside)
         } else {
             FinalBegun::After(pass)
         });
