@@ -106,7 +106,7 @@ mod table;
 
 pub use engine::{btf_keys, name_key, BatchBuilder, Lead, LocalBatch, PreparedBatch, Preparer};
 
-use crate::btf::{Btf, Endian};
+use crate::btf::{Btf, Endian, KindLayout};
 use crate::hash::FxHasher;
 use std::fmt;
 use std::hash::BuildHasherDefault;
@@ -239,8 +239,7 @@ fn load_process_write(
     keep_strings: bool,
     settle: impl FnOnce(&mut engine::Engine) -> Result<(), DedupError>,
 ) -> Result<Vec<u8>, DedupError> {
-    let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
-    let layout = btf.layout().map(<[_]>::to_vec);
+    let framing = Framing::of(&btf);
     let (s, strings) = if keep_strings {
         let s = e.load_encoded_batch(&btf)?;
         (s, Some(btf.into_strings()))
@@ -252,9 +251,32 @@ fn load_process_write(
     settle(&mut e)?;
     e.process(s)?;
     Ok(match strings {
-        Some(strs) => e.to_bytes_with_strings(endian, &extra, layout.as_deref(), &strs),
-        None => e.to_bytes(endian, &extra, layout.as_deref()),
+        Some(strs) => framing.bytes_with_strings(&e, &strs),
+        None => e.to_bytes(framing.endian, &framing.extra, framing.layout.as_deref()),
     })
+}
+
+/// What a dedup's bytes take from its input besides the types and strings, kept
+/// when the input is freed after loading.
+struct Framing {
+    endian: Endian,
+    extra: Vec<u8>,
+    layout: Option<Vec<KindLayout>>,
+}
+
+impl Framing {
+    fn of(btf: &Btf) -> Framing {
+        Framing {
+            endian: btf.endian(),
+            extra: btf.header_extra().to_vec(),
+            layout: btf.layout().map(<[_]>::to_vec),
+        }
+    }
+
+    /// `e`'s result over the encoder's string section `strs`, kept as it is.
+    fn bytes_with_strings(&self, e: &engine::Engine, strs: &[u8]) -> Vec<u8> {
+        e.to_bytes_with_strings(self.endian, &self.extra, self.layout.as_deref(), strs)
+    }
 }
 
 /// A dedup with its base already indexed, for many split BTFs over one base (batch
@@ -553,13 +575,11 @@ impl FinalStart {
             Err(DedupError::NotReferencesOnly) => return self.fin.dedup_bytes_owned_encoded(btf),
             Err(e) => return Err(e),
         }
-        self.engine.process_rest(self.s)?;
-        let (endian, extra) = (btf.endian(), btf.header_extra().to_vec());
-        let layout = btf.layout().map(<[_]>::to_vec);
+        // As in the one-pass path: the types go once loaded, before the pass.
+        let framing = Framing::of(&btf);
         let strs = btf.into_strings();
-        Ok(self
-            .engine
-            .to_bytes_with_strings(endian, &extra, layout.as_deref(), &strs))
+        self.engine.process_rest(self.s)?;
+        Ok(framing.bytes_with_strings(&self.engine, &strs))
     }
 }
 

@@ -104,12 +104,7 @@ impl Fields<'_> {
                 self.at
             )
         })?;
-        let fold = |v: u64, &x: &u8| v << 8 | u64::from(x);
-        Ok(if self.big_endian {
-            b.iter().fold(0, fold)
-        } else {
-            b.iter().rev().fold(0, fold)
-        })
+        Ok(crate::elf::read_uint(b, !self.big_endian))
     }
 }
 
