@@ -406,6 +406,20 @@ impl Engine {
         res
     }
 
+    /// The reference pass over the types of the batch loaded from id `s` on that
+    /// are loaded so far, after [`Engine::process_first`]: their entries leave the
+    /// pass's list, so [`Engine::process_rest`] then takes only the types appended
+    /// since ([`Engine::load_more`]). The same as one pass over all: the reference
+    /// pass goes in id order, the appended types come last, and no type loaded
+    /// before them refers to them.
+    pub fn process_refs_so_far(&mut self, s: u32) -> Result<(), DedupError> {
+        let mut passes = std::mem::take(&mut self.passes);
+        let res = passes.refs.iter().try_for_each(|&i| self.ref_type(s + i));
+        passes.refs.clear();
+        self.passes = passes;
+        res
+    }
+
     /// The reference pass over the batch loaded from id `s` on (with what was
     /// appended to it), then its compaction.
     pub fn process_rest(&mut self, s: u32) -> Result<(), DedupError> {

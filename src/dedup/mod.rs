@@ -519,12 +519,15 @@ impl FinalPass {
     /// any thread: they read no type added after the kept ones, since those are
     /// all of the reference pass or never merged (FUNC_PROTO, FUNC, DECL_TAG, VAR,
     /// DATASEC, and a tag's PTR or TYPE_TAG) and no kept type refers to them. The
-    /// caller adds the function types meanwhile, then [`FinalStart::finish`].
+    /// reference pass then takes the kept types too: it goes in id order, and they
+    /// come first. The caller adds the function types meanwhile, then
+    /// [`FinalStart::finish`].
     pub fn begin(self, kept: PreparedBatch, str_end: u32) -> Result<FinalStart, DedupError> {
         let mut engine = engine::Engine::new(self.base.as_deref(), self.compat, false)?;
         let s = engine.load_prepared(kept, str_end)?;
         engine.set_settled(self.kept, &self.base_resolved)?;
         engine.process_first(s)?;
+        engine.process_refs_so_far(s)?;
         Ok(FinalStart {
             fin: self,
             engine,
@@ -559,26 +562,53 @@ impl FinalStart {
     /// The final pass over `btf`, the kept types it was begun on followed by the
     /// types added since: the same bytes as [`FinalPass::dedup_bytes_owned_encoded`]
     /// of it (which runs instead, from the start, should an added type be of a
-    /// kind the first passes handle).
+    /// kind the first passes handle). On two threads where it can: a pass begun
+    /// beside is a run's with several workers.
     pub fn finish(mut self, btf: Btf) -> Result<Vec<u8>, DedupError> {
         self.fin.check_base(&btf)?;
-        let added = btf
-            .types()
-            .get(self.fin.kept as usize..)
-            .ok_or(DedupError::BaseMismatch)?;
-        let p = self
-            .engine
-            .preparer()
-            .prepare_after(added, btf_keys(&btf), self.fin.kept);
-        match self.engine.load_more(self.s, p, btf.str_end()) {
-            Ok(()) => {}
-            Err(DedupError::NotReferencesOnly) => return self.fin.dedup_bytes_owned_encoded(btf),
-            Err(e) => return Err(e),
+        // The pass was begun beside the functions' encoding, so the run has
+        // several workers: the added types are prepared in two halves on two
+        // threads, each half a batch of its own loaded in turn.
+        let halves = {
+            let added = btf
+                .types()
+                .get(self.fin.kept as usize..)
+                .ok_or(DedupError::BaseMismatch)?;
+            let preparer = self.engine.preparer();
+            let (kept, half) = (self.fin.kept, added.len() / 2);
+            let keys = btf_keys(&btf);
+            let first = || preparer.prepare_span(added, 0..half, &keys, kept);
+            std::thread::scope(|scope| {
+                // Should no thread start, this one prepares both.
+                let beside = std::thread::Builder::new().spawn_scoped(scope, first).ok();
+                let second = preparer.prepare_span(added, half..added.len(), &keys, kept);
+                let first = match beside {
+                    Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    None => first(),
+                };
+                [first, second]
+            })
+        };
+        for p in halves {
+            match self.engine.load_more(self.s, p, btf.str_end()) {
+                Ok(()) => {}
+                Err(DedupError::NotReferencesOnly) => {
+                    return self.fin.dedup_bytes_owned_encoded(btf)
+                }
+                Err(e) => return Err(e),
+            }
         }
-        // As in the one-pass path: the types go once loaded, before the pass.
+        // As in the one-pass path, the types go once loaded, before the
+        // reference pass's tables grow: freed on another thread meanwhile.
         let framing = Framing::of(&btf);
+        let mut btf = btf;
+        let types = std::mem::take(btf.types_mut());
         let strs = btf.into_strings();
-        self.engine.process_rest(self.s)?;
+        std::thread::scope(|scope| {
+            // Should no thread start, the failed spawn drops them here.
+            let _ = std::thread::Builder::new().spawn_scoped(scope, move || drop(types));
+            self.engine.process_rest(self.s)
+        })?;
         Ok(framing.bytes_with_strings(&self.engine, &strs))
     }
 }
@@ -892,11 +922,18 @@ mod tests {
             .map(TypeId)
             .find(|&id| matches!(kept.get(id).map(|t| &t.kind), Some(TypeKind::Int { .. })))
             .unwrap();
-        for late_struct in [false, true] {
+        // The added types are prepared in two halves: with a pointer first that
+        // refers into the second half, the halves must take each other's ids.
+        for (late_struct, forward) in [(false, false), (true, false), (false, true)] {
             let (p, str_end) = fin.prepare_kept(&kept).unwrap();
             let begun = fin.clone().begin(p, str_end).unwrap();
-            // Two equal prototypes over kept types, a FUNC for each.
             let mut b = kept.clone();
+            if forward {
+                // To g's prototype, the fourth type after it.
+                let to = TypeId(b.type_count() + 4);
+                ptr(&mut b, to);
+            }
+            // Two equal prototypes over kept types, a FUNC for each.
             let x = b.push_str(b"x");
             for name in [&b"f"[..], b"g"] {
                 let proto = b.push_type(Type {
@@ -922,7 +959,7 @@ mod tests {
             assert_eq!(
                 begun.finish(b).unwrap(),
                 whole,
-                "late struct: {late_struct}"
+                "late struct: {late_struct}, forward: {forward}"
             );
         }
     }

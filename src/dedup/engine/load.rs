@@ -135,10 +135,27 @@ impl Preparer {
         keys: impl Fn(u32) -> u64,
         before: u32,
     ) -> PreparedBatch {
-        let words = types.iter().map(|t| t.record_len() / 4).sum::<usize>();
-        let mut b = self.builder(types.len(), words);
-        b.last_local = b.last_local.saturating_add(before);
-        for t in types {
+        self.prepare_span(types, 0..types.len(), keys, before)
+    }
+
+    /// [`Preparer::prepare_after`] of `types[span]` alone, whose types may refer to
+    /// any of `types`: the batches of consecutive spans, loaded one after another,
+    /// are the batch of all, so that they can be prepared on several threads.
+    pub fn prepare_span(
+        &self,
+        types: &[Type],
+        span: std::ops::Range<usize>,
+        keys: impl Fn(u32) -> u64,
+        before: u32,
+    ) -> PreparedBatch {
+        let part = &types[span];
+        let words = part.iter().map(|t| t.record_len() / 4).sum::<usize>();
+        let mut b = self.builder(part.len(), words);
+        // Any of `types` is the batch's own (more ids than BTF holds are caught
+        // when the batch is added).
+        let all = u32::try_from(types.len()).unwrap_or(u32::MAX);
+        b.last_local = self.base_types.saturating_add(before).saturating_add(all);
+        for t in part {
             b.push_type(t, &keys);
         }
         b.finish()
