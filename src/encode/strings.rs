@@ -101,16 +101,13 @@ impl UnitStrings {
 /// 62 MB of peak RSS at -j2); two ways in the same 1 MiB, 0.997x and 0.943x more.
 const UNIT_RECENT_BITS: u32 = 15;
 
-/// log2 of the entries of each worker's name cache when more than two workers run:
-/// half of one worker's (512 KiB a worker), so that the peak does not grow by a
-/// whole cache with each worker. Each worker meets only some of the units, whose
-/// names are mostly the same headers' names; at -j2 on the corpus vmlinux this
-/// size gave 1.012x the instructions and 1.042x the misses of a 2 MiB last level
-/// (cachegrind) for 1 MiB less peak RSS, but 1.03-1.05x the CPU time of
-/// [`UNIT_RECENT_BITS`] whenever the machine's shared L3 is under load (medians of
-/// the paired ratios of 10, 12 and 16 interleaved runs: 0.961, 0.952, 0.971 with
-/// the larger cache; 1.00 in 8 runs in a quiet hour), for 0.3-0.5 MB of peak RSS:
-/// so two workers keep one worker's cache each.
+/// log2 of the entries of each worker's name cache when several workers run: half
+/// of one worker's, so that two workers' caches take what one takes at -j1 instead
+/// of growing the peak with each worker (512 KiB a worker). At -j2 on the corpus
+/// vmlinux: peak RSS 55.1 MiB against 56.1 (medians of 12 interleaved runs; the
+/// wall and CPU times within the runs' spread), for 1.012x the instructions and
+/// 1.042x the misses of a 2 MiB last level (cachegrind): each worker meets every
+/// other unit, whose names are mostly the same headers' names.
 const UNIT_RECENT_BITS_SHARED: u32 = 14;
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
@@ -175,10 +172,9 @@ impl Default for UnitInterner {
 
 impl UnitInterner {
     /// A worker's interner when `workers` run at once: a name cache of
-    /// [`UNIT_RECENT_BITS`] for one or two workers, [`UNIT_RECENT_BITS_SHARED`]
-    /// for more.
+    /// [`UNIT_RECENT_BITS`] alone, [`UNIT_RECENT_BITS_SHARED`] with others.
     pub fn for_workers(workers: usize) -> UnitInterner {
-        UnitInterner::with_cache_bits(if workers > 2 {
+        UnitInterner::with_cache_bits(if workers > 1 {
             UNIT_RECENT_BITS_SHARED
         } else {
             UNIT_RECENT_BITS
