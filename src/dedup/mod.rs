@@ -962,6 +962,11 @@ mod tests {
                 "late struct: {late_struct}, forward: {forward}"
             );
         }
+        // Nothing added (no functions): two empty halves.
+        let (p, str_end) = fin.prepare_kept(&kept).unwrap();
+        let begun = fin.clone().begin(p, str_end).unwrap();
+        let whole = fin.dedup_bytes_owned_encoded(kept.clone()).unwrap();
+        assert_eq!(begun.finish(kept).unwrap(), whole);
     }
 
     #[test]
