@@ -9,7 +9,7 @@
 //! with an incremental dedup flattens its types for it as they are encoded
 //! (`ordered::Flattening`, `ordered::ready_flat`: the dedup's work that needs no
 //! other unit), and empties the arena back into the pool at once. Whichever worker
-//! holds the token merges the next unit in order ([`ordered::Ordered::add`]): its
+//! holds the token merges the next unit in order (`ordered::Ordered::add`): its
 //! strings into the run's string section, its types into the run's BTF or the
 //! incremental dedup (whole BTF; see [`DedupMode`]), its records, renumbered, into
 //! the run's functions; then it releases the unit's input pages. A window bounds

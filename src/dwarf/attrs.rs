@@ -137,7 +137,7 @@ fn plus_uconst(e: &[u8]) -> Option<u64> {
     c.uleb().ok()
 }
 
-/// The attributes [`Parser::take_attr`] uses.
+/// The attributes [`take_attr`] uses.
 #[inline]
 pub(super) fn is_needed(name: DwAt) -> bool {
     matches!(

@@ -1,6 +1,6 @@
 //! The input ELF file: mapped once (through [`crate::mmap::map_file`]) and parsed
 //! once ([`ElfFile`]); that one parse serves the DWARF sections located here, the
-//! relocations of a module's DWARF ([`reloc`]), the symbol tables
+//! relocations of a module's DWARF (`reloc`), the symbol tables
 //! ([`crate::symbols`]) and the kfunc sets ([`crate::kfuncs`]); once the DWARF is
 //! encoded, the writer copies the file from the same mapping ([`MappedElf`]).
 //!

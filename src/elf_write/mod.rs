@@ -13,7 +13,7 @@
 //!   segment's file range) can only get contents of exactly its current size: the
 //!   kernel finds its `.BTF` through `__start_BTF`/`__stop_BTF`, fixed at link time.
 //!
-//! The work is split into a [`plan::Plan`] (what to copy from the input, what to patch, what to
+//! The work is split into a `plan::Plan` (what to copy from the input, what to patch, what to
 //! append) and its execution, so that a 340 MB vmlinux is streamed from a mapping into
 //! the temporary file instead of being built in memory.
 

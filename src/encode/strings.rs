@@ -40,7 +40,7 @@ struct Unknown {
 ///
 /// Most of a unit's names are known to the run when they are entered (an earlier
 /// unit gave them): such a name is its hash and its offset, 12 bytes, with no
-/// bytes kept; only the others have an [`Unknown`] entry and their bytes.
+/// bytes kept; only the others have an `Unknown` entry and their bytes.
 #[derive(Default, Debug)]
 pub struct UnitStrings {
     blob: Vec<u8>,
@@ -172,7 +172,7 @@ impl Default for UnitInterner {
 
 impl UnitInterner {
     /// A worker's interner when `workers` run at once: a name cache of
-    /// [`UNIT_RECENT_BITS`] alone, [`UNIT_RECENT_BITS_SHARED`] with others.
+    /// `UNIT_RECENT_BITS` alone, `UNIT_RECENT_BITS_SHARED` with others.
     pub fn for_workers(workers: usize) -> UnitInterner {
         UnitInterner::with_cache_bits(if workers > 1 {
             UNIT_RECENT_BITS_SHARED

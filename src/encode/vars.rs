@@ -22,7 +22,7 @@ const SKIPPED_PREFIXES: &[&str] = &[
 /// pahole's `KSYM_NAME_LEN`: the longest valid variable name.
 const KSYM_NAME_LEN: usize = 128;
 
-/// A variable pahole encodes, before its VAR is added (see [`emit_var`]).
+/// A variable pahole encodes, before its VAR is added (see `emit_var`).
 #[derive(Clone, Debug)]
 pub struct PendingVar {
     /// Name.

@@ -128,7 +128,7 @@ impl Preparer {
     /// [`Preparer::prepare`] for types that follow `before` types already loaded
     /// into the engine: their ids are the final ones (`before` past the base's
     /// last, then on), so the batch is loaded as it is
-    /// ([`Engine::load_more`](super::Engine::load_more)).
+    /// (`Engine::load_more`).
     pub fn prepare_after(
         &self,
         types: &[Type],
