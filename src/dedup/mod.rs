@@ -252,7 +252,7 @@ fn load_process_write(
     e.process(s)?;
     Ok(match strings {
         Some(strs) => framing.bytes_with_strings(&e, &strs),
-        None => e.to_bytes(framing.endian, &framing.extra, framing.layout.as_deref()),
+        None => framing.bytes(&e),
     })
 }
 
@@ -271,6 +271,11 @@ impl Framing {
             extra: btf.header_extra().to_vec(),
             layout: btf.layout().map(<[_]>::to_vec),
         }
+    }
+
+    /// `e`'s result with its own string section.
+    fn bytes(&self, e: &engine::Engine) -> Vec<u8> {
+        e.to_bytes(self.endian, &self.extra, self.layout.as_deref())
     }
 
     /// `e`'s result over the encoder's string section `strs`, kept as it is.
@@ -929,7 +934,8 @@ mod tests {
             let begun = fin.clone().begin(p, str_end).unwrap();
             let mut b = kept.clone();
             if forward {
-                // To g's prototype, the fourth type after it.
+                // To g's prototype: after this pointer come f's prototype and
+                // FUNC, then g's prototype, the fourth type past the kept ones.
                 let to = TypeId(b.type_count() + 4);
                 ptr(&mut b, to);
             }
