@@ -433,7 +433,7 @@ fn encode_units_with(
                 Ok(s) => &s.ctx,
                 Err(e) => return Err(e.clone().in_file(&opts.input)),
             };
-            let mut sc = scratch.take_or(|| Scratch::for_workers(workers));
+            let mut sc = scratch.take_or(|| Scratch::for_workers(workers, Arc::clone(&addr_cache)));
             let cu = unit.borrow_dependent();
             // With a dedup, the types are flattened for it as they are encoded.
             let encoded = match &preparer {

@@ -195,10 +195,11 @@ pub struct Scratch {
 
 impl Scratch {
     /// A worker's buffers when `workers` run at once (see
-    /// [`UnitInterner::for_workers`]).
-    pub fn for_workers(workers: usize) -> Scratch {
+    /// [`UnitInterner::for_workers`]), its names also looked up in `run_cache`,
+    /// the run's address cache ([`UnitInterner::with_run_cache`]).
+    pub fn for_workers(workers: usize, run_cache: Arc<strings::AddrCache>) -> Scratch {
         Scratch {
-            strings: UnitInterner::for_workers(workers),
+            strings: UnitInterner::for_workers(workers).with_run_cache(run_cache),
             ..Scratch::default()
         }
     }

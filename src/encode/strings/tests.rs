@@ -65,22 +65,28 @@ fn addr_key(a: u32, len: u32) -> NameKey {
     }
 }
 
-/// Readers on other threads never take a half-written entry: every offset
-/// they find is the one written for that address.
+/// The hash the cache tests give address `a`.
+fn test_hash(a: u32) -> u64 {
+    u64::from(a) << 40 | u64::from(a * 5)
+}
+
+/// Readers on other threads never take a half-written entry: every offset and
+/// hash they find are the ones written for that address.
 #[test]
 fn cache_readers_see_whole_entries() {
     let cache = AddrCache::new(4);
     let stop = std::sync::atomic::AtomicBool::new(false);
-    // Address `a` (many share each slot) always maps to length a % 7 and offset
-    // a * 3, so any mix of two entries is detectable.
+    // Address `a` (many share each slot) always maps to length a % 7, offset
+    // a * 3 and hash a << 40 | a * 5, so any mix of two entries is detectable.
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
                 let mut found = 0u32;
                 while !stop.load(Ordering::Relaxed) {
                     for a in 1..200u32 {
-                        if let Some(off) = cache.get(addr_key(a, a % 7)) {
+                        if let Some((off, hash)) = cache.get_hashed(addr_key(a, a % 7)) {
                             assert_eq!(off, a * 3, "address {a}");
+                            assert_eq!(hash, test_hash(a), "address {a}");
                             found += 1;
                         }
                         assert_eq!(cache.get(addr_key(a, a % 7 + 1)), None);
@@ -91,7 +97,7 @@ fn cache_readers_see_whole_entries() {
         }
         for round in 0..1_000_000u32 {
             let a = 1 + round % 199;
-            cache.set(addr_key(a, a % 7), a * 3);
+            cache.set(addr_key(a, a % 7), a * 3, test_hash(a));
         }
         stop.store(true, Ordering::Relaxed);
     });
@@ -246,39 +252,98 @@ fn a_table_merges_the_same_in_two_ranges() {
     }
 }
 
-/// Two names of one set are both held; a third takes the first way, the name
-/// there moves to the second, and the oldest is dropped.
+/// Three names of one set are all held; a fourth takes the first way, each name
+/// moves one way down, and the oldest is dropped; the two newer keep their
+/// hashes, the third way only its offset.
 #[test]
-fn cache_sets_hold_two_names() {
+fn cache_sets_hold_three_names() {
     let cache = AddrCache::new(3);
     let set_of = |a: u32| cache_slot(u64::from(a), 3);
     let same: Vec<u32> = (1..1000)
         .filter(|&a| set_of(a) == set_of(1))
-        .take(3)
+        .take(4)
         .collect();
     let other = (1..1000).find(|&a| set_of(a) != set_of(1)).unwrap();
-    let [a, b, c] = [same[0], same[1], same[2]];
-    cache.set(addr_key(a, 8), 10);
-    cache.set(addr_key(other, 8), 40);
-    cache.set(addr_key(b, 8), 20);
-    assert_eq!(cache.get(addr_key(a, 8)), Some(10));
-    assert_eq!(cache.get(addr_key(b, 8)), Some(20));
-    cache.set(addr_key(a, 8), 10);
+    let [a, b, c, d] = [same[0], same[1], same[2], same[3]];
+    let off = |x: u32| x * 10;
+    let set = |x: u32| cache.set(addr_key(x, 8), off(x), test_hash(x));
+    set(a);
+    set(other);
+    set(b);
+    set(c);
+    for x in [a, b, c] {
+        assert_eq!(cache.get(addr_key(x, 8)), Some(off(x)));
+    }
+    set(a);
+    assert_eq!(
+        cache.get_hashed(addr_key(c, 8)),
+        Some((off(c), test_hash(c))),
+        "setting a held name again moves nothing"
+    );
+    assert_eq!(
+        cache.get_hashed(addr_key(a, 8)),
+        None,
+        "the third way: no hash"
+    );
+    set(d);
+    assert_eq!(
+        cache.get_hashed(addr_key(d, 8)),
+        Some((off(d), test_hash(d)))
+    );
+    assert_eq!(
+        cache.get_hashed(addr_key(c, 8)),
+        Some((off(c), test_hash(c))),
+        "moved to the second way with its hash"
+    );
     assert_eq!(
         cache.get(addr_key(b, 8)),
-        Some(20),
-        "setting a held name again"
+        Some(off(b)),
+        "moved to the third"
     );
-    cache.set(addr_key(c, 8), 30);
-    assert_eq!(cache.get(addr_key(c, 8)), Some(30));
-    assert_eq!(
-        cache.get(addr_key(b, 8)),
-        Some(20),
-        "moved to the second way"
-    );
+    assert_eq!(cache.get_hashed(addr_key(b, 8)), None, "its hash dropped");
     assert_eq!(cache.get(addr_key(a, 8)), None, "the oldest, dropped");
-    assert_eq!(cache.get(addr_key(other, 8)), Some(40), "another set");
-    assert_eq!(cache.get(addr_key(a, 9)), None, "another length");
+    assert_eq!(
+        cache.get(addr_key(other, 8)),
+        Some(off(other)),
+        "another set"
+    );
+    assert_eq!(cache.get(addr_key(c, 9)), None, "another length");
+}
+
+/// A worker asks the run's address cache for the names its own cache does not
+/// have: those the run merged are entered with the run's offset and their hash,
+/// no bytes kept; the others as before.
+#[test]
+fn names_the_run_has_come_from_its_cache() {
+    let sec = b"alpha\0beta_name\0gamma\0";
+    let at = |o: usize| Name::new(&sec[o..]);
+    let mut u = UnitInterner::default();
+    u.intern(at(0));
+    u.intern(at(6));
+    let first = u.take();
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let mut offs = Vec::new();
+    idx.merge(&mut btf, &first, 0..first.len(), &mut offs);
+    // Another worker, which has met none of these names.
+    let mut w = UnitInterner::for_workers(2).with_run_cache(idx.addr_cache());
+    for o in [6, 16, 0, 6] {
+        w.intern(at(o));
+    }
+    let t = w.take();
+    assert_eq!(t.len(), 3, "beta_name entered once");
+    assert_eq!(t.known, [offs[1].0, 0, offs[0].0]);
+    assert_eq!(t.unknown.len(), 1, "only gamma's bytes kept");
+    for (i, name) in [&b"beta_name"[..], b"gamma", b"alpha"].iter().enumerate() {
+        assert_eq!(
+            t.hash(i),
+            hash_str(name),
+            "{:?}",
+            String::from_utf8_lossy(name)
+        );
+    }
+    // Its next unit finds beta_name in its own cache, with the run's offset.
+    w.intern(at(6));
+    assert_eq!(w.take().known, [offs[1].0]);
 }
 
 /// Two names of one set of a worker's cache are both remembered: a later unit
