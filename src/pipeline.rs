@@ -5,7 +5,8 @@
 //! into an arena from a small pool ([`crate::dwarf::types::parse_cu`]), encodes it
 //! ([`encode_unit`]) into an owned [`crate::encode::EncodedUnit`] (types with
 //! unit-local ids, a unit-local string table, its function and variable records),
-//! looks up the strings earlier units gave the run (`UnitInterner::learn_known`),
+//! finds the strings earlier units gave the run in the run's address cache (as it
+//! meets them, `UnitInterner::with_run_cache`, and after, `UnitInterner::learn_known`),
 //! with an incremental dedup flattens its types for it as they are encoded
 //! (`ordered::Flattening`, `ordered::ready_flat`: the dedup's work that needs no
 //! other unit), and empties the arena back into the pool at once. Whichever worker
