@@ -461,6 +461,10 @@ const WAYS: usize = 3;
 /// The ways of a set that keep their name's hash (the newer ones).
 const HASHED_WAYS: usize = 2;
 
+// A set's words: an id and a length and offset for each way, a hash for each
+// hashed way, in one 64-byte line.
+const _: () = assert!(2 * WAYS + HASHED_WAYS == 8 && HASHED_WAYS <= WAYS);
+
 impl CacheSet {
     /// Way `w`'s id, length and offset, and hash (if it keeps one).
     #[inline]
