@@ -125,22 +125,12 @@ impl Preparer {
         Preparer { base_types, compat }
     }
 
-    /// [`Preparer::prepare`] for types that follow `before` types already loaded
-    /// into the engine: their ids are the final ones (`before` past the base's
-    /// last, then on), so the batch is loaded as it is
-    /// (`Engine::load_more`).
-    pub fn prepare_after(
-        &self,
-        types: &[Type],
-        keys: impl Fn(u32) -> u64,
-        before: u32,
-    ) -> PreparedBatch {
-        self.prepare_span(types, 0..types.len(), keys, before)
-    }
-
-    /// [`Preparer::prepare_after`] of `types[span]` alone, whose types may refer to
-    /// any of `types`: the batches of consecutive spans, loaded one after another,
-    /// are the batch of all, so that they can be prepared on several threads.
+    /// [`Preparer::prepare`] of `types[span]`, where `types` follow `before` types
+    /// already loaded into the engine: their ids are the final ones (`before` past
+    /// the base's last, then on), so the batch is loaded as it is
+    /// (`Engine::load_more`), and a type of the span may refer to any of `types`.
+    /// The batches of consecutive spans, loaded one after another, are the batch
+    /// of all, so that they can be prepared on several threads.
     pub fn prepare_span(
         &self,
         types: &[Type],
@@ -331,7 +321,7 @@ impl Engine {
         Ok((s, p.passes))
     }
 
-    /// Appends `p` ([`Preparer::prepare_after`] of the types that follow the ones
+    /// Appends `p` ([`Preparer::prepare_span`] of types that follow the ones
     /// loaded) to the batch loaded last, which [`Engine::process_first`] has taken
     /// through the passes before the reference pass: `p` may hold only reference
     /// kinds, VAR and DATASEC, whose ids it gives as they are, and its strings are
