@@ -261,6 +261,15 @@ fn main() {
     let (j1, j2, j8) = (&s[0], &s[1], &s[2]);
     ratio("wall -j2 / wall -j1", j2.wall / j1.wall, 0.6);
     ratio("CPU -j2 / CPU -j1", j2.cpu / j1.cpu, 1.1);
+    if let [_, _, _, p1, p2] = &s[..] {
+        // Not a target: what a second thread cost pahole in the same runs, to read
+        // the line above against (both move with the host's load).
+        println!(
+            "(pahole's own: wall -j2 / -j1 {:.3}, CPU -j2 / -j1 {:.3})",
+            p2.wall / p1.wall,
+            p2.cpu / p1.cpu
+        );
+    }
     ratio("peak RSS -j8 / -j1", kb(j8) / kb(j1), 1.1);
     if let Some(f) = v4 {
         ratio("peak RSS 4× .debug_info / 1× (-j2)", kb(&f) / kb(j2), 1.15);
