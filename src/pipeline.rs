@@ -41,7 +41,6 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-mod ahead;
 mod ordered;
 
 /// What to encode and where to write it (pahole's `-J` options).
@@ -117,9 +116,8 @@ pub struct Tuning {
     /// Most units in flight at once: being parsed and encoded, or encoded and
     /// waiting to be merged (unit `i` starts only once unit `i - window` is
     /// merged). Default: 2 with one worker; with more, the workers, and more
-    /// units while those in flight stay within a budget of input bytes that the
-    /// merge sets (see `ahead`); 2 for an LTO build's groups of units (see
-    /// `encode_units`).
+    /// units while those in flight stay within a budget of input bytes (see
+    /// `AHEAD_MAX`); 2 for an LTO build's groups of units (see `encode_units`).
     /// A window set here is that many units, whatever their size.
     pub window: Option<usize>,
     /// How the dedup is reached.
@@ -473,16 +471,6 @@ fn encode_units_with(
     };
     let mut ordered = ordered::Ordered::new(state, sink.take(), merged, t, Arc::clone(&lead));
     let mut funcs: Option<FuncEncoder> = None;
-    // With several workers, small units may also run ahead of a large one being
-    // parsed or merged, within a budget of input bytes that the merge sets as the
-    // run goes (`ahead`).
-    let budget = sched::Budget::new(ahead::NARROW);
-    let weighed = groups.is_none() && workers > 1 && tuning.window.is_none();
-    let first = dw.unit_start(0);
-    let mut ahead = weighed.then(|| {
-        let last = dw.unit_count().saturating_sub(1);
-        ahead::Ahead::new(&budget, dw.unit_end(last).saturating_sub(first))
-    });
     let consume = |item: usize, (unit, loclists_start): (ordered::ReadyUnit, u64)| {
         busy(t, Busy::Encode, || {
             let units = units_of(item);
@@ -495,17 +483,16 @@ fn encode_units_with(
                 .map_err(|e| dw.unit_error(units.start, e))?;
             // Pages go up to the group's last unit.
             release.after_unit(input, &dw, units.end - 1, loclists_start);
-            if let Some(a) = &mut ahead {
-                a.after_unit(dw.unit_end(units.end - 1) - first, ordered.kept_len());
-            }
             Ok(())
         })
     };
-    let window = if weighed {
+    // With several workers, small units may also run ahead of a large one being
+    // parsed or merged, within a budget of input bytes (see `AHEAD_BUDGET`).
+    let window = if groups.is_none() && workers > 1 && tuning.window.is_none() {
         sched::Window {
             min: window,
-            max: ahead::MAX_UNITS,
-            budget: &budget,
+            max: AHEAD_MAX,
+            budget: AHEAD_BUDGET,
         }
     } else {
         sched::Window::tasks(window)
@@ -605,6 +592,17 @@ const POOLED_ARENA_MAX: usize = 4 << 20;
 /// 384 KB the same peaks for 11% more faults, at 256 KB 45.2 and 42.0 MB for 50%
 /// more (three runs), at 768 KB 46.0 and 42.2 MB.
 const POOLED_ARENA_RESIDENT: usize = 512 << 10;
+
+/// Most units in flight with several workers: beyond the fixed window, units start
+/// while the `.debug_info` bytes of all units in flight stay within
+/// [`AHEAD_BUDGET`], so a worker that finished its units need not wait for one large
+/// unit ahead of them. On the corpus vmlinux at -j2 (units of 84 KB on average),
+/// 512 KB gave 0.973x the wall time of the fixed window for +0.2 MB of peak RSS (11
+/// interleaved pairs; 1 MB: 0.962x for +1.1 MB).
+const AHEAD_MAX: usize = 16;
+
+/// See [`AHEAD_MAX`].
+const AHEAD_BUDGET: u64 = 512 << 10;
 
 /// `f` as the phase `name` of a run timed by `--time`.
 fn phase<R>(t: Option<&Timings>, name: &'static str, f: impl FnOnce() -> R) -> R {

@@ -16,8 +16,6 @@
 //! [`run_ordered_weighted`] sizes the window by weight instead: beyond a few tasks,
 //! more start only while the weights of the tasks in flight stay within a budget, so
 //! many small tasks can run ahead of a large one for the memory a few large ones take.
-//! The budget is a [`Budget`] the caller shares with the run, so that the consumer
-//! may widen or narrow it as it learns what the tasks' results will cost it.
 //!
 //! Tasks are handed out by work stealing (`crossbeam_deque`): one FIFO injector,
 //! seeded in index order, and a FIFO deque per worker. A worker takes its next task
@@ -49,7 +47,7 @@
 use std::any::Any;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
@@ -151,53 +149,23 @@ pub const fn default_window(jobs: usize) -> usize {
 /// `i` starts once `i < next + min`, or once `i < next + max` and the weights of tasks
 /// `next..=i` sum to at most `budget` (`next`: the next task to consume). At most `max`
 /// results exist at once.
-#[derive(Clone, Copy, Debug)]
-pub struct Window<'b> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
     /// Tasks in flight whatever their weights (below 1 counts as 1).
     pub min: usize,
     /// Tasks in flight at most (below `min` counts as `min`).
     pub max: usize,
-    /// The weight that tasks beyond the first `min` may bring in flight, read as
-    /// each task is about to start.
-    pub budget: &'b Budget,
+    /// The weight that tasks beyond the first `min` may bring in flight.
+    pub budget: u64,
 }
 
-/// The budget of a [`Window`], which may change while the run goes on: a task
-/// starts under the budget of that moment, and a task in flight is never stopped.
-/// A widened budget lets the workers waiting at the window edge go on as soon as
-/// the consumer returns (set it from `consume`).
-#[derive(Debug, Default)]
-pub struct Budget(AtomicU64);
-
-impl Budget {
-    /// A budget of `weight`.
-    pub const fn new(weight: u64) -> Budget {
-        Budget(AtomicU64::new(weight))
-    }
-
-    /// The budget from now on.
-    pub fn set(&self, weight: u64) {
-        // Only when tasks start depends on it, never what they compute: a worker
-        // that reads the old value a moment longer is merely early or late.
-        self.0.store(weight, Ordering::Relaxed);
-    }
-
-    /// The budget now.
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// The budget of a window counted in tasks only.
-static NO_BUDGET: Budget = Budget::new(0);
-
-impl Window<'_> {
+impl Window {
     /// A window of `n` tasks, whatever their weights.
-    pub const fn tasks(n: usize) -> Window<'static> {
+    pub const fn tasks(n: usize) -> Window {
         Window {
             min: n,
             max: n,
-            budget: &NO_BUDGET,
+            budget: 0,
         }
     }
 }
@@ -249,7 +217,7 @@ where
 pub fn run_ordered_weighted<T, E, P, C>(
     tasks: usize,
     jobs: usize,
-    window: Window<'_>,
+    window: Window,
     weight: impl Fn(usize) -> u64,
     produce: P,
     consume: C,
@@ -370,7 +338,7 @@ struct Slots<T, E> {
 }
 
 /// Everything the workers of one run share.
-struct Run<'b, T, E, P, C> {
+struct Run<T, E, P, C> {
     /// Number of tasks; indices are `0..tasks`.
     tasks: usize,
     /// Most results alive at once; also the length of the slot ring.
@@ -378,7 +346,7 @@ struct Run<'b, T, E, P, C> {
     /// Tasks that may be in flight whatever their weights.
     min: usize,
     /// What tasks beyond the first `min` in flight may weigh together.
-    budget: &'b Budget,
+    budget: u64,
     /// The weights of tasks `0..i` summed, for every `i` in `0..=tasks`.
     upto: Vec<u64>,
     /// Task indices not yet taken by any worker, lowest first.
@@ -407,7 +375,7 @@ struct Run<'b, T, E, P, C> {
     consume: Mutex<C>,
 }
 
-impl<'b, T, E, P, C> Run<'b, T, E, P, C>
+impl<T, E, P, C> Run<T, E, P, C>
 where
     T: Send,
     E: Send,
@@ -416,7 +384,7 @@ where
 {
     fn new(
         tasks: usize,
-        window: Window<'b>,
+        window: Window,
         upto: Vec<u64>,
         stealers: Vec<Stealer<usize>>,
         produce: P,
@@ -504,8 +472,7 @@ where
     /// Whether `task` may start while `next` is the next task to consume.
     fn fits(&self, task: usize, next: usize) -> bool {
         task < next + self.min
-            || (task < next + self.window
-                && self.upto[task + 1] - self.upto[next] <= self.budget.get())
+            || (task < next + self.window && self.upto[task + 1] - self.upto[next] <= self.budget)
     }
 
     /// Waits until `task` is inside the window. False if it must not run at all.
@@ -613,9 +580,9 @@ where
 /// Stops the whole run if a worker thread unwinds (a bug in this crate: callback panics
 /// are caught), so the other workers do not wait at the window forever; the scope then
 /// re-raises the panic on the caller.
-struct QuitOnPanic<'a, 'b, T, E, P, C>(&'a Run<'b, T, E, P, C>);
+struct QuitOnPanic<'a, T, E, P, C>(&'a Run<T, E, P, C>);
 
-impl<T, E, P, C> Drop for QuitOnPanic<'_, '_, T, E, P, C> {
+impl<T, E, P, C> Drop for QuitOnPanic<'_, T, E, P, C> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             let run = self.0;

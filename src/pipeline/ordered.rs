@@ -74,15 +74,6 @@ impl Ordered {
         }
     }
 
-    /// The types the run keeps so far: the incremental dedup's, or without one, every
-    /// unit's.
-    pub fn kept_len(&self) -> usize {
-        match &self.inc {
-            Some(inc) => inc.len() as usize,
-            None => self.state.btf().types().len(),
-        }
-    }
-
     /// Merges the next unit in unit order (see the module doc). With an incremental
     /// dedup, the unit's types are the batch its worker prepared ([`ready_flat`]);
     /// without, the types as encoded ([`ready`]).
