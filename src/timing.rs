@@ -7,7 +7,9 @@
 //! stays true on a machine short of CPUs. The run's CPU time is the process's own
 //! (user + system, from `/proc/self/stat`). Each phase also shows the process's
 //! resident memory when it ended and its peak so far (`/proc/self/status`), which
-//! tells which part of the run sets the peak.
+//! tells which part of the run sets the peak, and the page faults taken meanwhile
+//! (all threads): with several workers, much of what a run pays beyond one worker
+//! is system time, most of it faults on pages the allocator gave back.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -42,6 +44,8 @@ struct Phase {
     took: Duration,
     cpu: Option<f64>,
     memory: Option<arena::rss::Status>,
+    /// Page faults of the process meanwhile (minor and major).
+    faults: Option<u64>,
 }
 
 /// The figures of one run.
@@ -73,10 +77,16 @@ impl Timings {
     /// Runs `f` as the phase `name` and records its wall time and the process's CPU
     /// time meanwhile.
     pub fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
-        let (t, cpu) = (Instant::now(), process_cpu_seconds());
+        let (t, before) = (Instant::now(), ProcessStat::read());
         let r = f();
         let took = t.elapsed();
-        let cpu = cpu.zip(process_cpu_seconds()).map(|(a, b)| b - a);
+        let after = ProcessStat::read();
+        let cpu = before
+            .zip(after)
+            .map(|(a, b)| b.cpu_seconds() - a.cpu_seconds());
+        let faults = before
+            .zip(after)
+            .map(|(a, b)| b.faults().saturating_sub(a.faults()));
         let memory = arena::rss::Status::read().ok();
         self.phases
             .lock()
@@ -86,6 +96,7 @@ impl Timings {
                 took,
                 cpu,
                 memory,
+                faults,
             });
         r
     }
@@ -125,6 +136,9 @@ impl Timings {
                     megabytes(m.peak)
                 );
             }
+            if let Some(n) = p.faults {
+                out += &format!(", {n} faults");
+            }
             out.push('\n');
         }
         for (work, name) in BUSY {
@@ -139,8 +153,15 @@ impl Timings {
         }
         out += "  (busy: wall time inside the calls, summed over threads; CPU: the\n   calling threads' CPU time inside them)\n";
         out += &format!("  {:<40} {total:>8.3} s wall", "total");
-        if let Some(cpu) = process_cpu_seconds() {
-            out += &format!(", {cpu:.3} s CPU (user + system)");
+        if let Some(s) = ProcessStat::read() {
+            out += &format!(
+                ", {:.3} s CPU (user {:.2} + system {:.2}), {} page faults ({} major)",
+                s.cpu_seconds(),
+                ticks(s.utime),
+                ticks(s.stime),
+                s.faults(),
+                s.majflt
+            );
         }
         out.push('\n');
         out
@@ -169,17 +190,49 @@ fn thread_cpu_ns() -> Option<u64> {
     })
 }
 
-/// The process's user + system CPU time so far, from `/proc/self/stat` (fields 14
-/// and 15, in clock ticks of 1/100 s: Linux's USER_HZ on every architecture it
-/// exports to user space).
-fn process_cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split_whitespace().skip(11);
-    let utime: u64 = fields.next()?.parse().ok()?;
-    let stime: u64 = fields.next()?.parse().ok()?;
-    Some((utime + stime) as f64 / 100.0)
+/// The process's counters so far, from `/proc/self/stat`: page faults (fields 10
+/// and 12) and user and system CPU time (fields 14 and 15, in clock ticks of 1/100
+/// s: Linux's USER_HZ on every architecture it exports to user space).
+#[derive(Clone, Copy, Debug)]
+struct ProcessStat {
+    minflt: u64,
+    majflt: u64,
+    utime: u64,
+    stime: u64,
+}
+
+impl ProcessStat {
+    fn read() -> Option<ProcessStat> {
+        ProcessStat::parse(&std::fs::read_to_string("/proc/self/stat").ok()?)
+    }
+
+    fn parse(stat: &str) -> Option<ProcessStat> {
+        // The command name (field 2) is in parentheses and may hold spaces; what
+        // follows starts with field 3.
+        let rest = stat.get(stat.rfind(')')? + 2..)?;
+        let fields: Vec<&str> = rest.split_whitespace().take(13).collect();
+        let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+        Some(ProcessStat {
+            minflt: field(10)?,
+            majflt: field(12)?,
+            utime: field(14)?,
+            stime: field(15)?,
+        })
+    }
+
+    fn cpu_seconds(&self) -> f64 {
+        ticks(self.utime + self.stime)
+    }
+
+    fn faults(&self) -> u64 {
+        self.minflt + self.majflt
+    }
+}
+
+/// Clock ticks of 1/100 s as seconds.
+#[allow(clippy::cast_precision_loss)] // a run's ticks stay far below 2^52
+fn ticks(n: u64) -> f64 {
+    n as f64 / 100.0
 }
 
 #[cfg(test)]
@@ -201,7 +254,8 @@ mod tests {
         // Nothing was parsed: no line for it.
         assert!(!r.contains("parse + encode units"), "{r}");
         assert!(r.contains("total"), "{r}");
-        assert!(r.contains("CPU (user + system)"), "{r}");
+        assert!(r.contains("s CPU (user "), "{r}");
+        assert!(r.contains("page faults"), "{r}");
     }
 
     #[test]
@@ -212,7 +266,19 @@ mod tests {
             x = x.wrapping_add(std::hint::black_box(1));
         }
         assert!(x > 0);
-        assert!(process_cpu_seconds().is_some_and(|s| s > 0.0));
+        assert!(ProcessStat::read().is_some_and(|s| s.cpu_seconds() > 0.0));
+    }
+
+    #[test]
+    fn process_stat_fields_are_read_past_a_command_name_with_spaces() {
+        // A kernel 6.x `/proc/PID/stat` line, fields 1-20, for a command `a) b`.
+        let line = "42 (a) b) R 1 42 42 0 -1 4194560 31250 7 3 0 178 12 0 0 20 0";
+        let s = ProcessStat::parse(line).unwrap();
+        assert_eq!((s.minflt, s.majflt, s.utime, s.stime), (31250, 3, 178, 12));
+        assert_eq!(s.faults(), 31253);
+        assert!((s.cpu_seconds() - 1.90).abs() < 1e-9);
+        assert!(ProcessStat::parse("42 (a) R 1 2").is_none());
+        assert!(ProcessStat::parse("no name").is_none());
     }
 
     #[test]
@@ -233,7 +299,7 @@ mod tests {
         t.phase("touch", || ());
         let report = t.report();
         assert!(
-            report.contains("RSS") && report.contains("(file "),
+            report.contains("RSS") && report.contains("(file ") && report.contains(" faults"),
             "{report}"
         );
     }
