@@ -1,8 +1,10 @@
 //! The engine over the corpus vmlinux with the kernel's flags, against pahole in the
 //! same run: wall time, CPU time and peak RSS at -j1, -j2 and -j8 (ours) and -j1, -j2
-//! (pahole), the runs of every configuration interleaved and each figure the median
-//! of `BENCH_RUNS` (default 3) runs (the largest peak beside the median one); then
-//! the ratios the engine is held to, each with its target; the share of the run's
+//! (pahole), the runs of every configuration interleaved (every other round in
+//! reverse order) and each figure the median of `BENCH_RUNS` (default 3) runs (the
+//! largest peak beside the median one); then the ratios the engine is held to, each
+//! with its target (ratios of those medians), and beside them the medians of the
+//! rounds' own ratios for -j2 against -j1 and -j1 against pahole; the share of the run's
 //! CPU that the ordered stage (the serial part) takes, from `--time` at -j1; a
 //! kernel with four copies of the vmlinux's `.debug_info` at -j2 (`BENCH_RUNS` runs
 //! after the others); and the clang ThinLTO kernel. Each input is first put in the
@@ -46,6 +48,19 @@ fn measure(prog: &Path, args: &[String]) -> Figures {
         rss_kb,
         rss_max_kb: rss_kb,
     }
+}
+
+/// The median over the rounds of configuration `a`'s figure `of` over `b`'s, for
+/// `(a, b)` = `pair` (indices into `figures`, one run of each per round).
+fn paired(figures: &[Vec<Figures>], pair: (usize, usize), of: impl Fn(&Figures) -> f64) -> f64 {
+    let (a, b) = pair;
+    median(
+        figures[a]
+            .iter()
+            .zip(&figures[b])
+            .map(|(x, y)| of(x) / of(y))
+            .collect(),
+    )
 }
 
 /// The median of `xs` (not empty).
@@ -192,7 +207,9 @@ fn main() {
     let pv = version.map_or("?".into(), |v| format!("1.{}", v - 100));
 
     // Every configuration once per round, rounds interleaved, so that the machine's
-    // drift falls on all of them alike.
+    // drift falls on all of them alike; every other round runs them in reverse
+    // order, so that none always follows the same one (pahole -j2 freeing 600 MB
+    // just before our -j1 started, say).
     let mut configs: Vec<(String, PathBuf, Vec<String>)> = [1, 2, 8]
         .iter()
         .map(|&j| {
@@ -208,8 +225,13 @@ fn main() {
     }
     recache(&vmlinux);
     let mut figures = vec![Vec::new(); configs.len()];
-    for _ in 0..runs {
-        for (i, (_, prog, args)) in configs.iter().enumerate() {
+    for round in 0..runs {
+        let mut order: Vec<usize> = (0..configs.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let (_, prog, args) = &configs[i];
             figures[i].push(measure(prog, args));
         }
     }
@@ -270,6 +292,22 @@ fn main() {
             p2.cpu / p1.cpu
         );
     }
+    // Not the measure (a ratio of medians, above): the median of each
+    // round's own ratio, whose two runs lie seconds apart, for reading how much
+    // of a miss the host's drift between rounds explains.
+    let (j2_j1, j1_p1) = ((1, 0), (0, 3));
+    print!(
+        "(round by round, medians: wall -j2 / -j1 {:.3}, CPU -j2 / -j1 {:.3}",
+        paired(&figures, j2_j1, |f| f.wall),
+        paired(&figures, j2_j1, |f| f.cpu)
+    );
+    if figures.len() == 5 {
+        print!(
+            ", wall -j1 / pahole -j1 {:.3}",
+            paired(&figures, j1_p1, |f| f.wall)
+        );
+    }
+    println!(")");
     ratio("peak RSS -j8 / -j1", kb(j8) / kb(j1), 1.1);
     if let Some(f) = v4 {
         ratio("peak RSS 4× .debug_info / 1× (-j2)", kb(&f) / kb(j2), 1.15);
