@@ -93,22 +93,27 @@ impl UnitStrings {
     }
 }
 
-/// log2 of the entries of a worker's name cache (1 MiB of 32-byte entries, two
-/// to a set): a unit has a few thousand distinct names, but the cache serves unit
-/// after unit. Direct-mapped, twice the 2^14 entries it had took the corpus
-/// vmlinux's -j1 run to 0.987x the instructions and 0.954x the misses of a 2 MiB
-/// L2 (cachegrind), for about 0.4 MB more peak RSS at -j2 (2^16 gave 0.979x, but
-/// 62 MB of peak RSS at -j2); two ways in the same 1 MiB, 0.997x and 0.943x more.
-const UNIT_RECENT_BITS: u32 = 15;
+/// log2 of the entries of a worker's name cache (512 KiB of 32-byte entries, two
+/// to a set) when it is the only worker: a unit has a few thousand distinct
+/// names, but the cache serves unit after unit. Most names are found on the
+/// worker's trail ([`TRAIL_BITS`]) instead; the cache answers the rest. Before
+/// the trail it had 2^15 entries (1 MiB), which the trail's 512 KiB replaced
+/// half of: see DESIGN.md, "The names' trail".
+const UNIT_RECENT_BITS: u32 = 14;
 
-/// log2 of the entries of each worker's name cache when several workers run: half
-/// of one worker's, so that two workers' caches take what one takes at -j1 instead
-/// of growing the peak with each worker (512 KiB a worker). At -j2 on the corpus
-/// vmlinux: peak RSS 55.1 MiB against 56.1 (medians of 12 interleaved runs; the
-/// wall and CPU times within the runs' spread), for 1.012x the instructions and
-/// 1.042x the misses of a 2 MiB last level (cachegrind): each worker meets every
-/// other unit, whose names are mostly the same headers' names.
-const UNIT_RECENT_BITS_SHARED: u32 = 14;
+/// log2 of the entries of each worker's name cache when several workers run
+/// (128 KiB a worker, beside its 512 KiB trail): the per-worker memory stays
+/// near the 512 KiB a worker's cache took before the trail (2^14 entries), so
+/// that the peak at -j2 and more grows little with each worker.
+const UNIT_RECENT_BITS_SHARED: u32 = 12;
+
+/// log2 of the entries of a worker's trail: the names it interned last, in order
+/// (512 KiB of the cache's 32-byte entries, about four units' names on the corpus
+/// vmlinux).
+const TRAIL_BITS: u32 = 14;
+
+/// log2 of the slots of a worker's trail index ([`UnitInterner::jump`]: 128 KiB).
+const JUMP_BITS: u32 = TRAIL_BITS + 1;
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
 ///
@@ -123,13 +128,38 @@ const UNIT_RECENT_BITS_SHARED: u32 = 14;
 /// the last unit's) is neither measured nor hashed again, only copied; and once
 /// the run's offset of the name is known ([`UnitInterner::learn_known`]), not
 /// even copied.
+///
+/// Before the cache, the trail: a ring of the entries of the names interned last,
+/// in the order they were interned. Names come in runs that repeat from unit to
+/// unit (a struct's members, an enum's values, a prototype's parameters, and the
+/// types of one header after another), so the name interned next is most often
+/// the one that followed the previous name when it was interned before: on the
+/// corpus vmlinux 9.4 of the 10.8 million non-empty names are the trail's entry
+/// after the previous name's (see DESIGN.md, "The names' trail"). That entry is
+/// the one after it in the ring, next to memory just read, where the cache's set
+/// is a miss in a table the size of a core's L2. A name that breaks the run is
+/// looked up in a small index of the ring by key, then in the cache. An entry of
+/// the trail from an earlier unit gives a name the unit already has a second
+/// entry, which costs nothing in the output (see above).
 pub struct UnitInterner {
     out: UnitStrings,
     /// A two-way set-associative cache by [`NameKey`], the newer entry of a set
-    /// first; entries of earlier units are told apart by `unit`.
+    /// first; entries of earlier units are told apart by `unit`. After its
+    /// `2^sets_log2` sets, in the same allocation (a second one took more peak
+    /// RSS than its size), the trail's ring: `2^TRAIL_BITS` entries, two a set.
     recent: Box<[RecentSet]>,
-    /// log2 of the number of sets of `recent`.
+    /// log2 of the number of sets of the cache.
     sets_log2: u32,
+    /// Ring position (wrapping; the ring index is its low `TRAIL_BITS` bits) of
+    /// the next name's entry on the trail.
+    head: u32,
+    /// Ring position of the entry predicted for the next name: the one after the
+    /// previous name's, where the trail has it.
+    next: u32,
+    /// By [`cache_slot`] of a name's key: a ring position where the name's entry
+    /// was written, for a name that breaks the run. Checked against the entry's
+    /// key, as the ring is overwritten.
+    jump: Box<[u32]>,
     unit: u16,
     /// The run's address cache, asked for a name `recent` does not have.
     run_cache: Option<Arc<AddrCache>>,
@@ -187,10 +217,14 @@ impl UnitInterner {
     /// An interner whose name cache has `2^bits` entries (`bits` at least 1).
     fn with_cache_bits(bits: u32) -> UnitInterner {
         let sets_log2 = bits.max(1) - 1;
+        let sets = (1usize << sets_log2) + (1 << (TRAIL_BITS - 1));
         UnitInterner {
             out: UnitStrings::default(),
-            recent: vec![RecentSet::default(); 1 << sets_log2].into_boxed_slice(),
+            recent: vec![RecentSet::default(); sets].into_boxed_slice(),
             sets_log2,
+            head: 0,
+            next: 0,
+            jump: vec![0; 1 << JUMP_BITS].into_boxed_slice(),
             unit: 1,
             run_cache: None,
         }
@@ -210,15 +244,90 @@ impl UnitInterner {
     /// The unit's reference to `name`, adding it to the unit's table the first time.
     #[inline]
     pub fn intern(&mut self, name: Name<'_>) -> StrOffset {
-        // The cache is looked at before the name's bytes: a name it has is not
-        // empty (empty names are never entered), and reading the first byte of a
-        // name in `.debug_str` is a cache miss of its own.
+        // The trail and the cache are looked at before the name's bytes: a name
+        // they have is not empty (empty names are never entered), and reading the
+        // first byte of a name in `.debug_str` is a cache miss of its own.
         let key = NameKey::of(name);
+        if !key.is_cached() {
+            self.next = self.head;
+            return self.intern_uncached(name, key);
+        }
+        if let Some(o) = self.intern_by_trail(key) {
+            return o;
+        }
+        let (o, entry) = self.intern_by_cache(name, key);
+        match entry {
+            Some(e) => {
+                self.jump[cache_slot(key.id, JUMP_BITS)] = self.head;
+                self.append(e);
+            }
+            None => self.next = self.head,
+        }
+        o
+    }
+
+    /// The trail's entry at ring position `at`.
+    #[inline]
+    fn on_trail(&self, at: u32) -> &Recent {
+        let i = (at & ((1 << TRAIL_BITS) - 1)) as usize;
+        &self.recent[(1 << self.sets_log2) + i / 2].0[i % 2]
+    }
+
+    /// Writes `e` at the trail's head, and predicts the entry after it.
+    #[inline]
+    fn append(&mut self, e: Recent) {
+        let i = (self.head & ((1 << TRAIL_BITS) - 1)) as usize;
+        self.recent[(1 << self.sets_log2) + i / 2].0[i % 2] = e;
+        self.head = self.head.wrapping_add(1);
+        self.next = self.head;
+    }
+
+    /// `key`'s reference from the trail: the predicted entry, or the one the
+    /// ring's index gives. None if neither is `key`'s, or if the entry's unit did
+    /// not learn the name's offset in the run (the cache may have since).
+    #[inline]
+    fn intern_by_trail(&mut self, key: NameKey) -> Option<StrOffset> {
+        let is_key = |e: &Recent| (e.id == key.id) & (e.len == key.len);
+        let predicted = self.next;
+        let at = if is_key(self.on_trail(predicted)) {
+            predicted
+        } else {
+            let at = self.jump[cache_slot(key.id, JUMP_BITS)];
+            if !is_key(self.on_trail(at)) {
+                return None;
+            }
+            at
+        };
+        let e = *self.on_trail(at);
+        let idx = if e.unit == self.unit {
+            e.idx
+        } else if e.run != 0 {
+            self.push_known(key, e.hash, e.run)
+        } else {
+            return None;
+        };
+        if at != predicted {
+            self.jump[cache_slot(key.id, JUMP_BITS)] = self.head;
+        }
+        self.append(Recent {
+            unit: self.unit,
+            idx,
+            ..e
+        });
+        // The name after this one is predicted to be the one that followed it.
+        self.next = at.wrapping_add(1);
+        Some(StrOffset(idx + 1))
+    }
+
+    /// `key`'s reference through the cache, and the cache's entry for it after
+    /// (None for a name it does not keep).
+    #[inline]
+    fn intern_by_cache(&mut self, name: Name<'_>, key: NameKey) -> (StrOffset, Option<Recent>) {
         let set = cache_slot(key.id, self.sets_log2);
-        if let (Some(way), true) = (self.recent[set].way_of(key), key.is_cached()) {
+        if let Some(way) = self.recent[set].way_of(key) {
             let e = self.recent[set].0[way];
             if e.unit == self.unit {
-                return StrOffset(e.idx + 1);
+                return (StrOffset(e.idx + 1), Some(e));
             }
             // Met by an earlier unit: its length and hash are known, and maybe
             // its offset in the run.
@@ -227,37 +336,54 @@ impl UnitInterner {
             } else {
                 self.push_hashed(&name.raw_bytes()[..usize::from(e.name_len)], key, e.hash)
             };
-            self.recent[set].0[way] = Recent {
+            let e = Recent {
                 unit: self.unit,
                 idx: i,
                 ..e
             };
-            return StrOffset(i + 1);
+            self.recent[set].0[way] = e;
+            return (StrOffset(i + 1), Some(e));
         }
         if let Some((run, hash)) = self.run_cache.as_ref().and_then(|c| c.get_hashed(key)) {
             let i = self.push_known(key, hash, run);
-            self.remember(set, key, hash, run, i, 0);
-            return StrOffset(i + 1);
+            let e = self.remember(set, key, hash, run, i, 0);
+            return (StrOffset(i + 1), Some(e));
         }
         if name.is_empty() {
-            return StrOffset::EMPTY;
+            return (StrOffset::EMPTY, None);
         }
         let bytes = name.bytes();
         let hash = hash_str(bytes);
         let i = self.push_hashed(bytes, key, hash);
-        if let Ok(name_len) = u16::try_from(bytes.len()) {
-            self.remember(set, key, hash, 0, i, name_len);
+        let e = u16::try_from(bytes.len())
+            .ok()
+            .map(|name_len| self.remember(set, key, hash, 0, i, name_len));
+        (StrOffset(i + 1), e)
+    }
+
+    /// `name`'s reference, for a key the trail and the cache never hold (an empty
+    /// name, or a slice of 4 GiB or more).
+    fn intern_uncached(&mut self, name: Name<'_>, key: NameKey) -> StrOffset {
+        let bytes = name.bytes();
+        if bytes.is_empty() {
+            return StrOffset::EMPTY;
         }
-        StrOffset(i + 1)
+        StrOffset(self.push_hashed(bytes, key, hash_str(bytes)) + 1)
     }
 
     /// Enters a name in set `set` of the cache: the newer entry of the set moves
-    /// to the second way; the older goes.
+    /// to the second way; the older goes. Returns the entry.
     #[inline]
-    fn remember(&mut self, set: usize, key: NameKey, hash: u64, run: u32, idx: u32, name_len: u16) {
-        let ways = &mut self.recent[set].0;
-        ways[1] = ways[0];
-        ways[0] = Recent {
+    fn remember(
+        &mut self,
+        set: usize,
+        key: NameKey,
+        hash: u64,
+        run: u32,
+        idx: u32,
+        name_len: u16,
+    ) -> Recent {
+        let e = Recent {
             id: key.id,
             hash,
             len: key.len,
@@ -266,6 +392,10 @@ impl UnitInterner {
             name_len,
             unit: self.unit,
         };
+        let ways = &mut self.recent[set].0;
+        ways[1] = ways[0];
+        ways[0] = e;
+        e
     }
 
     /// [`UnitInterner::intern`] for bytes the encoder built (no address to know
@@ -275,17 +405,6 @@ impl UnitInterner {
             return StrOffset::EMPTY;
         }
         StrOffset(self.push_hashed(s, NameKey::NONE, hash_str(s)) + 1)
-    }
-
-    /// Touches the cache slots of `names` before they are interned one by one: the
-    /// loads are independent, so the CPU overlaps their cache misses.
-    #[inline]
-    pub fn warm<'n>(&self, names: impl Iterator<Item = Name<'n>>) {
-        let mut acc = 0u64;
-        for name in names {
-            acc ^= self.recent[cache_slot(NameKey::of(name).id, self.sets_log2)].0[0].id;
-        }
-        std::hint::black_box(acc);
     }
 
     /// Number of strings of the unit so far.
@@ -312,7 +431,8 @@ impl UnitInterner {
     pub fn take(&mut self) -> UnitStrings {
         self.unit = self.unit.wrapping_add(1).max(1);
         if self.unit == 1 {
-            // Wrapped: entries of unit 1 of the last round must not match.
+            // Wrapped: entries of unit 1 of the last round, in the cache or on the
+            // trail, must not match.
             self.recent.fill(RecentSet::default());
         }
         // The next unit starts with room for as many names as this one had: units

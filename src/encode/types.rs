@@ -110,7 +110,6 @@ pub(super) fn encode_types(
             } => {
                 let size = if size == 0 { 4 } else { size };
                 out.strs.intern(name);
-                out.strs.warm(values.iter().map(|v| v.name));
                 if size <= 4 || !st.enum64 {
                     let mut signed = false;
                     let mut vals = std::mem::take(&mut lists.values);
@@ -298,7 +297,6 @@ fn composite(
     // pahole adds the type's name before its members' names: the string section
     // keeps that order.
     out.strs.intern(name);
-    out.strs.warm(members.iter().map(|m| m.name));
     for m in members {
         let mut bit_offset = m.bit_offset;
         if let (Some(old), true) = (m.old_bit_offset(), m.bit_size != 0) {

@@ -373,17 +373,22 @@ fn name_cache_sets_hold_two_names() {
     assert!(second.unknown.is_empty(), "no bytes kept");
 }
 
-/// With several workers each name cache is half of a lone worker's, and what a
-/// unit's references name does not depend on the cache's size: a name whose slot
-/// was taken may get a second entry in the smaller cache (which the merge maps to
-/// the same offset), but every reference names the same bytes with the same hash.
+/// With several workers each name cache is a quarter of a lone worker's (the
+/// trail is the same), and what a unit's references name does not depend on the
+/// cache's size: a name whose slot was taken may get a second entry in the smaller
+/// cache (which the merge maps to the same offset), but every reference names the
+/// same bytes with the same hash.
 #[test]
-fn several_workers_halve_the_name_cache_not_the_names() {
+fn several_workers_shrink_the_name_cache_not_the_names() {
     let one = UnitInterner::for_workers(1);
     let two = UnitInterner::for_workers(2);
-    assert_eq!(one.recent.len(), 1 << (UNIT_RECENT_BITS - 1));
-    assert_eq!(two.recent.len(), 1 << (UNIT_RECENT_BITS_SHARED - 1));
-    assert_eq!(one.recent.len(), 2 * two.recent.len());
+    let trail_sets = 1 << (TRAIL_BITS - 1);
+    assert_eq!(one.recent.len(), (1 << (UNIT_RECENT_BITS - 1)) + trail_sets);
+    assert_eq!(
+        two.recent.len(),
+        (1 << (UNIT_RECENT_BITS_SHARED - 1)) + trail_sets
+    );
+    assert_eq!(1 << one.sets_log2, 4 << two.sets_log2);
     let sec: Vec<u8> = (0..40_000)
         .flat_map(|i| format!("n{i:05}\0\0\0").into_bytes())
         .collect();
@@ -409,10 +414,98 @@ fn several_workers_halve_the_name_cache_not_the_names() {
     let (big, big_entries) = named(one);
     let (small, small_entries) = named(two);
     assert!(big == small, "the same names, whatever the cache's size");
-    // The smaller cache did lose names it had met (60,091 entries against 60,000
+    // The smaller cache did lose names it had met (60,150 entries against 60,085
     // now), so the equality above is not that of two runs with nothing evicted.
     assert!(
         small_entries > big_entries,
         "{small_entries} vs {big_entries}"
     );
+}
+
+/// A run of names met again is answered by the trail, without the cache: each
+/// name the entry after the previous one's, or (where the run is broken) the one
+/// the ring's index finds; an entry whose unit had not learned the name's offset
+/// goes to the cache instead, and is written to the trail again with it.
+#[test]
+fn runs_of_names_met_again_come_from_the_trail() {
+    let sec: Vec<u8> = (0..200)
+        .flat_map(|i| format!("member_{i:03}\0").into_bytes())
+        .collect();
+    let at = |i: usize| Name::new(&sec[i * 11..]);
+    let mut u = UnitInterner::default();
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let mut offs = Vec::new();
+    // Unit 1 meets the names; the run learns them.
+    for i in 0..200 {
+        u.intern(at(i));
+    }
+    let mut first = u.take();
+    idx.merge(&mut btf, &first, 0..first.len(), &mut offs);
+    u.learn_known(&mut first, &idx.addr_cache());
+    // Unit 2: the trail's entries (unit 1's) have no run offset, the cache's do.
+    for i in 0..200 {
+        u.intern(at(i));
+    }
+    let second = u.take();
+    let run: Vec<u32> = offs.iter().map(|o| o.0).collect();
+    assert_eq!(second.known, run, "from the cache, with the run's offsets");
+    // Unit 3, with the cache emptied: only the trail (unit 2's entries) knows the
+    // names. The run is broken twice: it starts at 150, and goes on at 0.
+    let sets = 1 << u.sets_log2;
+    u.recent[..sets].fill(RecentSet::default());
+    let order: Vec<usize> = (150..200).chain(0..150).collect();
+    let refs: Vec<StrOffset> = order.iter().map(|&i| u.intern(at(i))).collect();
+    let third = u.take();
+    assert!(third.unknown.is_empty(), "no name read or hashed");
+    for (&i, r) in order.iter().zip(&refs) {
+        let k = r.0 as usize - 1;
+        assert_eq!(third.known[k], offs[i].0, "name {i}");
+        assert_eq!(third.hash(k), hash_str(at(i).bytes()), "name {i}");
+    }
+    assert_eq!(third.len(), 200, "one entry a name");
+}
+
+/// A name the unit already has, met again through a trail entry of an earlier
+/// unit, gets a second entry: the same offset and hash as the first, which is
+/// all the unit's records and the merge see of it.
+#[test]
+fn a_trail_entry_of_an_earlier_unit_gives_a_second_entry_of_the_same_name() {
+    let sec = b"next\0prev\0list\0";
+    let at = |o: usize| Name::new(&sec[o..]);
+    let mut u = UnitInterner::default();
+    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let mut offs = Vec::new();
+    for _ in 0..2 {
+        // The first unit enters the names; the second, with the run's offsets
+        // learned, leaves entries with them on the trail.
+        for o in [0, 5, 10] {
+            u.intern(at(o));
+        }
+        let mut t = u.take();
+        offs.clear();
+        idx.merge(&mut btf, &t, 0..t.len(), &mut offs);
+        u.learn_known(&mut t, &idx.addr_cache());
+    }
+    let (next, prev) = (u.intern(at(0)), u.intern(at(5)));
+    // `next` again: predicted after `prev` is `list`, so the ring's index finds
+    // `next`'s newest entry, this unit's own.
+    let again = u.intern(at(0));
+    assert_eq!(again, next, "this unit's own entry");
+    // `prev` again: predicted after `next`'s newest entry is nothing yet, and
+    // the index gives `prev`'s own entry too.
+    assert_eq!(u.intern(at(5)), prev);
+    let t = u.take();
+    for r in [next, prev] {
+        let k = r.0 as usize - 1;
+        assert_ne!(t.known[k], 0, "known to the run");
+    }
+    // However many entries a name got, each names its own offset and hash.
+    let entries: Vec<(u32, u64)> = (0..t.len()).map(|k| (t.known[k], t.hash(k))).collect();
+    for (k, &(run, hash)) in entries.iter().enumerate() {
+        let name = match btf.str_bytes(StrOffset(run)) {
+            Some(b) => b.to_vec(),
+            None => panic!("entry {k}: offset {run} not in the section"),
+        };
+        assert_eq!(hash, hash_str(&name), "entry {k}");
+    }
 }
