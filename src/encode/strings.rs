@@ -102,9 +102,10 @@ impl UnitStrings {
 const UNIT_RECENT_BITS: u32 = 14;
 
 /// log2 of the entries of each worker's name cache when several workers run
-/// (128 KiB a worker, beside its 512 KiB trail): the per-worker memory stays
-/// near the 512 KiB a worker's cache took before the trail (2^14 entries), so
-/// that the peak at -j2 and more grows little with each worker.
+/// (128 KiB a worker): with its 512 KiB trail and 128 KiB trail index, 768 KiB a
+/// worker against the 512 KiB its cache of 2^14 entries took before the trail,
+/// the peak growing with each worker. A smaller trail or index made -j2 slower
+/// (see DESIGN.md, "The names' trail").
 const UNIT_RECENT_BITS_SHARED: u32 = 12;
 
 /// log2 of the entries of a worker's trail: the names it interned last, in order
@@ -273,7 +274,9 @@ impl UnitInterner {
         &self.recent[(1 << self.sets_log2) + i / 2].0[i % 2]
     }
 
-    /// Writes `e` at the trail's head, and predicts the entry after it.
+    /// Writes `e` at the trail's head. The next name is predicted at the new head,
+    /// where nothing follows yet: a caller that knows where `e`'s name was
+    /// followed before sets `next` after.
     #[inline]
     fn append(&mut self, e: Recent) {
         let i = (self.head & ((1 << TRAIL_BITS) - 1)) as usize;
