@@ -102,7 +102,7 @@ impl UnitStrings {
 const UNIT_RECENT_BITS: u32 = 14;
 
 /// log2 of the entries of each worker's name cache when several workers run
-/// (128 KiB a worker): with its 512 KiB trail and 128 KiB trail index, 768 KiB a
+/// (128 KiB a worker): with its 512 KiB trail and 64 KiB trail index, 704 KiB a
 /// worker against the 512 KiB its cache of 2^14 entries took before the trail,
 /// the peak growing with each worker. A smaller trail or index made -j2 slower
 /// (see DESIGN.md, "The names' trail").
@@ -113,7 +113,18 @@ const UNIT_RECENT_BITS_SHARED: u32 = 12;
 /// vmlinux).
 const TRAIL_BITS: u32 = 14;
 
-/// log2 of the slots of a worker's trail index ([`UnitInterner::jump`]: 128 KiB).
+/// A ring position's index in the ring (its low `TRAIL_BITS` bits), which is all
+/// the trail index keeps of it.
+#[inline]
+fn ring_index(at: u32) -> u16 {
+    // TRAIL_BITS is at most 16, checked at compile time.
+    const _: () = assert!(TRAIL_BITS <= 16);
+    #[allow(clippy::cast_possible_truncation)]
+    let i = (at & ((1 << TRAIL_BITS) - 1)) as u16;
+    i
+}
+
+/// log2 of the slots of a worker's trail index ([`UnitInterner::jump`]: 64 KiB).
 const JUMP_BITS: u32 = TRAIL_BITS + 1;
 
 /// Builds one unit's [`UnitStrings`] at a time (a worker's; reused between units).
@@ -157,10 +168,10 @@ pub struct UnitInterner {
     /// Ring position of the entry predicted for the next name: the one after the
     /// previous name's, where the trail has it.
     next: u32,
-    /// By [`cache_slot`] of a name's key: a ring position where the name's entry
+    /// By [`cache_slot`] of a name's key: the ring index where the name's entry
     /// was written, for a name that breaks the run. Checked against the entry's
     /// key, as the ring is overwritten.
-    jump: Box<[u32]>,
+    jump: Box<[u16]>,
     unit: u16,
     /// The run's address cache, asked for a name `recent` does not have.
     run_cache: Option<Arc<AddrCache>>,
@@ -259,7 +270,7 @@ impl UnitInterner {
         let (o, entry) = self.intern_by_cache(name, key);
         match entry {
             Some(e) => {
-                self.jump[cache_slot(key.id, JUMP_BITS)] = self.head;
+                self.jump[cache_slot(key.id, JUMP_BITS)] = ring_index(self.head);
                 self.append(e);
             }
             None => self.next = self.head,
@@ -295,7 +306,7 @@ impl UnitInterner {
         let at = if is_key(self.on_trail(predicted)) {
             predicted
         } else {
-            let at = self.jump[cache_slot(key.id, JUMP_BITS)];
+            let at = u32::from(self.jump[cache_slot(key.id, JUMP_BITS)]);
             if !is_key(self.on_trail(at)) {
                 return None;
             }
@@ -310,7 +321,7 @@ impl UnitInterner {
             return None;
         };
         if at != predicted {
-            self.jump[cache_slot(key.id, JUMP_BITS)] = self.head;
+            self.jump[cache_slot(key.id, JUMP_BITS)] = ring_index(self.head);
         }
         self.append(Recent {
             unit: self.unit,
