@@ -80,13 +80,13 @@ impl Timings {
         let (t, before) = (Instant::now(), ProcessStat::read());
         let r = f();
         let took = t.elapsed();
-        let after = ProcessStat::read();
-        let cpu = before
-            .zip(after)
-            .map(|(a, b)| b.cpu_seconds() - a.cpu_seconds());
-        let faults = before
-            .zip(after)
-            .map(|(a, b)| b.faults().saturating_sub(a.faults()));
+        let (cpu, faults) = match before.zip(ProcessStat::read()) {
+            Some((a, b)) => (
+                Some(b.cpu_seconds() - a.cpu_seconds()),
+                Some(b.faults().saturating_sub(a.faults())),
+            ),
+            None => (None, None),
+        };
         let memory = arena::rss::Status::read().ok();
         self.phases
             .lock()

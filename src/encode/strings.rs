@@ -262,7 +262,7 @@ impl UnitInterner {
         let key = NameKey::of(name);
         if !key.is_cached() {
             self.next = self.head;
-            return self.intern_uncached(name, key);
+            return self.push_uncached(name.bytes(), key);
         }
         if let Some(o) = self.intern_by_trail(key) {
             return o;
@@ -278,11 +278,18 @@ impl UnitInterner {
         o
     }
 
+    /// Where the trail's entry at ring position `at` lies in `recent`: (set, way).
+    #[inline]
+    fn ring_slot(&self, at: u32) -> (usize, usize) {
+        let i = usize::from(ring_index(at));
+        ((1 << self.sets_log2) + i / 2, i % 2)
+    }
+
     /// The trail's entry at ring position `at`.
     #[inline]
     fn on_trail(&self, at: u32) -> &Recent {
-        let i = (at & ((1 << TRAIL_BITS) - 1)) as usize;
-        &self.recent[(1 << self.sets_log2) + i / 2].0[i % 2]
+        let (set, way) = self.ring_slot(at);
+        &self.recent[set].0[way]
     }
 
     /// Writes `e` at the trail's head. The next name is predicted at the new head,
@@ -290,8 +297,8 @@ impl UnitInterner {
     /// followed before sets `next` after.
     #[inline]
     fn append(&mut self, e: Recent) {
-        let i = (self.head & ((1 << TRAIL_BITS) - 1)) as usize;
-        self.recent[(1 << self.sets_log2) + i / 2].0[i % 2] = e;
+        let (set, way) = self.ring_slot(self.head);
+        self.recent[set].0[way] = e;
         self.head = self.head.wrapping_add(1);
         self.next = self.head;
     }
@@ -375,14 +382,14 @@ impl UnitInterner {
         (StrOffset(i + 1), e)
     }
 
-    /// `name`'s reference, for a key the trail and the cache never hold (an empty
-    /// name, or a slice of 4 GiB or more).
-    fn intern_uncached(&mut self, name: Name<'_>, key: NameKey) -> StrOffset {
-        let bytes = name.bytes();
-        if bytes.is_empty() {
+    /// Adds `s` (known by `key`, which neither the trail nor the cache keeps: an
+    /// empty name, a slice of 4 GiB or more, bytes the encoder built) as an entry
+    /// of its own; nothing for the empty name.
+    fn push_uncached(&mut self, s: &[u8], key: NameKey) -> StrOffset {
+        if s.is_empty() {
             return StrOffset::EMPTY;
         }
-        StrOffset(self.push_hashed(bytes, key, hash_str(bytes)) + 1)
+        StrOffset(self.push_hashed(s, key, hash_str(s)) + 1)
     }
 
     /// Enters a name in set `set` of the cache: the newer entry of the set moves
@@ -415,10 +422,7 @@ impl UnitInterner {
     /// [`UnitInterner::intern`] for bytes the encoder built (no address to know
     /// them by: each is an entry of its own).
     pub fn intern_owned(&mut self, s: &[u8]) -> StrOffset {
-        if s.is_empty() {
-            return StrOffset::EMPTY;
-        }
-        StrOffset(self.push_hashed(s, NameKey::NONE, hash_str(s)) + 1)
+        self.push_uncached(s, NameKey::NONE)
     }
 
     /// Number of strings of the unit so far.

@@ -2,6 +2,30 @@
 
 use super::*;
 
+/// A run's string section, into which a test merges units' tables whole.
+struct Run {
+    btf: Btf,
+    idx: StrIndex,
+}
+
+impl Run {
+    fn new() -> Run {
+        Run {
+            btf: Btf::new(None),
+            idx: StrIndex::default(),
+        }
+    }
+
+    /// Merges `t` whole, then has `u` (the interner that gave it) learn the
+    /// offsets found, as a worker does; returns each entry's offset.
+    fn merge_learned(&mut self, u: &mut UnitInterner, t: &mut UnitStrings) -> Vec<StrOffset> {
+        let mut offs = Vec::new();
+        self.idx.merge(&mut self.btf, t, 0..t.len(), &mut offs);
+        u.learn_known(t, &self.idx.addr_cache());
+        offs
+    }
+}
+
 #[test]
 fn interns_once() {
     let mut btf = Btf::new(None);
@@ -219,9 +243,8 @@ fn a_table_merges_the_same_in_two_ranges() {
     u.intern(at(32));
     let mut first = u.take();
     // The run merges the first unit; the worker learns its offsets.
-    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
-    idx.merge(&mut btf, &first, 0..first.len(), &mut Vec::new());
-    u.learn_known(&mut first, &idx.addr_cache());
+    let mut run = Run::new();
+    run.merge_learned(&mut u, &mut first);
     for o in [0, 11, 21, 32, 0] {
         u.intern(at(o));
     }
@@ -231,7 +254,7 @@ fn a_table_merges_the_same_in_two_ranges() {
     assert_eq!(t.unknown.len(), 3, "alpha, gamma and the owned name");
     let merged = |cut: usize| {
         // Neither name of the first unit is looked up again: both are known.
-        let (mut b, mut i) = (btf.clone(), StrIndex::default());
+        let (mut b, mut i) = (run.btf.clone(), StrIndex::default());
         let mut offs = Vec::new();
         i.merge(&mut b, &t, 0..cut, &mut offs);
         i.merge(&mut b, &t, cut..t.len(), &mut offs);
@@ -357,15 +380,12 @@ fn name_cache_sets_hold_two_names() {
     let set = |i: usize| cache_slot(NameKey::of(at(i)).id, UNIT_RECENT_BITS - 1);
     let (a, b) = (0..4000)
         .find_map(|a| ((a + 1)..4000).find(|&b| set(b) == set(a)).map(|b| (a, b)))
-        .expect("two of 4000 names share one of 16384 sets");
+        .expect("two of 4000 names share one of the 8192 sets");
     let mut u = UnitInterner::default();
     u.intern(at(a));
     u.intern(at(b));
     let mut first = u.take();
-    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
-    let mut offs = Vec::new();
-    idx.merge(&mut btf, &first, 0..first.len(), &mut offs);
-    u.learn_known(&mut first, &idx.addr_cache());
+    let offs = Run::new().merge_learned(&mut u, &mut first);
     u.intern(at(b));
     u.intern(at(a));
     let second = u.take();
@@ -433,15 +453,12 @@ fn runs_of_names_met_again_come_from_the_trail() {
         .collect();
     let at = |i: usize| Name::new(&sec[i * 11..]);
     let mut u = UnitInterner::default();
-    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
-    let mut offs = Vec::new();
     // Unit 1 meets the names; the run learns them.
     for i in 0..200 {
         u.intern(at(i));
     }
     let mut first = u.take();
-    idx.merge(&mut btf, &first, 0..first.len(), &mut offs);
-    u.learn_known(&mut first, &idx.addr_cache());
+    let offs = Run::new().merge_learned(&mut u, &mut first);
     // Unit 2: the trail's entries (unit 1's) have no run offset, the cache's do.
     for i in 0..200 {
         u.intern(at(i));
@@ -467,45 +484,40 @@ fn runs_of_names_met_again_come_from_the_trail() {
 
 /// A name the unit already has, met again through a trail entry of an earlier
 /// unit, gets a second entry: the same offset and hash as the first, which is
-/// all the unit's records and the merge see of it.
+/// all the unit's records and the merge see of it. A name met again through the
+/// ring's index finds the unit's own entry.
 #[test]
 fn a_trail_entry_of_an_earlier_unit_gives_a_second_entry_of_the_same_name() {
-    let sec = b"next\0prev\0list\0";
-    let at = |o: usize| Name::new(&sec[o..]);
+    let sec = b"next\0prev\0";
+    let (next, prev) = (Name::new(&sec[0..]), Name::new(&sec[5..]));
     let mut u = UnitInterner::default();
-    let (mut btf, mut idx) = (Btf::new(None), StrIndex::default());
+    let mut run = Run::new();
     let mut offs = Vec::new();
     for _ in 0..2 {
         // The first unit enters the names; the second, with the run's offsets
         // learned, leaves entries with them on the trail.
-        for o in [0, 5, 10] {
-            u.intern(at(o));
-        }
+        u.intern(next);
+        u.intern(prev);
         let mut t = u.take();
-        offs.clear();
-        idx.merge(&mut btf, &t, 0..t.len(), &mut offs);
-        u.learn_known(&mut t, &idx.addr_cache());
+        offs = run.merge_learned(&mut u, &mut t);
     }
-    let (next, prev) = (u.intern(at(0)), u.intern(at(5)));
-    // `next` again: predicted after `prev` is `list`, so the ring's index finds
-    // `next`'s newest entry, this unit's own.
-    let again = u.intern(at(0));
-    assert_eq!(again, next, "this unit's own entry");
-    // `prev` again: predicted after `next`'s newest entry is nothing yet, and
-    // the index gives `prev`'s own entry too.
-    assert_eq!(u.intern(at(5)), prev);
+    // `prev` and `next` come from the second unit's entries (through the ring's
+    // index: the run is broken); after `next`, the trail predicts what followed
+    // it there, the second unit's `prev`, which this unit has already entered.
+    let p1 = u.intern(prev);
+    let n1 = u.intern(next);
+    let p2 = u.intern(prev);
+    assert_ne!(p1, p2, "a second entry of prev");
+    // After that `prev` comes this unit's own `prev` again, not `next`: the
+    // ring's index gives `next`'s newest entry, this unit's own.
+    assert_eq!(u.intern(next), n1, "this unit's own entry");
     let t = u.take();
-    for r in [next, prev] {
-        let k = r.0 as usize - 1;
-        assert_ne!(t.known[k], 0, "known to the run");
+    assert_eq!(t.len(), 3);
+    let at = |r: StrOffset| r.0 as usize - 1;
+    for (r, o) in [(p1, offs[1]), (n1, offs[0]), (p2, offs[1])] {
+        assert_eq!(t.known[at(r)], o.0, "the run's offset");
     }
-    // However many entries a name got, each names its own offset and hash.
-    let entries: Vec<(u32, u64)> = (0..t.len()).map(|k| (t.known[k], t.hash(k))).collect();
-    for (k, &(run, hash)) in entries.iter().enumerate() {
-        let name = match btf.str_bytes(StrOffset(run)) {
-            Some(b) => b.to_vec(),
-            None => panic!("entry {k}: offset {run} not in the section"),
-        };
-        assert_eq!(hash, hash_str(&name), "entry {k}");
-    }
+    assert_eq!(t.hash(at(p1)), hash_str(b"prev"));
+    assert_eq!(t.hash(at(p2)), hash_str(b"prev"));
+    assert!(t.unknown.is_empty(), "no bytes kept");
 }
