@@ -521,3 +521,89 @@ fn a_trail_entry_of_an_earlier_unit_gives_a_second_entry_of_the_same_name() {
     assert_eq!(t.hash(at(p2)), hash_str(b"prev"));
     assert!(t.unknown.is_empty(), "no bytes kept");
 }
+
+/// A name kept off the trail (an empty one, by its bytes or by an address) does
+/// not break the run around it: the name after it is still predicted, found
+/// with the cache emptied and the ring's index of no help.
+#[test]
+fn an_empty_name_leaves_the_run_unbroken() {
+    let sec = b"first_member\0\0second_member\0";
+    let (first, empty_at, second) = (
+        Name::new(&sec[0..]),
+        Name::new(&sec[13..]),
+        Name::new(&sec[14..]),
+    );
+    let empty = Name::new(b"\0");
+    let mut u = UnitInterner::default();
+    let mut run = Run::new();
+    let mut offs = Vec::new();
+    for _ in 0..2 {
+        // The second unit leaves entries with the run's offsets on the trail.
+        u.intern(first);
+        u.intern(empty);
+        u.intern(empty_at);
+        u.intern(second);
+        let mut t = u.take();
+        offs = run.merge_learned(&mut u, &mut t);
+    }
+    let sets = 1 << u.sets_log2;
+    u.recent[..sets].fill(RecentSet::default());
+    assert_eq!(u.intern(first), StrOffset(1), "through the ring's index");
+    assert_eq!(u.intern(empty), StrOffset::EMPTY);
+    assert_eq!(u.intern(empty_at), StrOffset::EMPTY);
+    // The index now points at the ring's first entry, the first unit's `first`.
+    u.jump.fill(0);
+    let s = u.intern(second);
+    let t = u.take();
+    assert_eq!(t.len(), 2);
+    assert!(t.unknown.is_empty(), "no name read or hashed");
+    assert_eq!(t.known[s.0 as usize - 1], offs[1].0, "second's offset");
+}
+
+/// The ring's index follows a name to its newest entry on the trail, also when
+/// the prediction found it: a run that breaks at a name after its older entries
+/// were overwritten still finds it on the trail.
+#[test]
+fn the_trail_index_follows_names_the_prediction_finds() {
+    const RUN: usize = 50;
+    let sec: Vec<u8> = (0..RUN)
+        .flat_map(|i| format!("member_{i:03}\0").into_bytes())
+        .collect();
+    let at = |i: usize| Name::new(&sec[i * 11..]);
+    let filler_count = (1 << TRAIL_BITS) - RUN;
+    let filler: Vec<u8> = (0..filler_count)
+        .flat_map(|i| format!("f{i:05}\0\0\0").into_bytes())
+        .collect();
+    let fill = |i: usize| Name::new(&filler[i * 9..]);
+    let mut u = UnitInterner::default();
+    let mut run = Run::new();
+    // Units 1 and 2 put the run on the trail, unit 2's entries with the run's
+    // offsets; unit 3 meets it again, all but its first name predicted.
+    let mut offs = Vec::new();
+    for _ in 0..3 {
+        for i in 0..RUN {
+            u.intern(at(i));
+        }
+        let mut t = u.take();
+        offs = run.merge_learned(&mut u, &mut t);
+    }
+    // Unit 4 overwrites the ring up to unit 3's entries, exclusive.
+    for i in 0..filler_count {
+        u.intern(fill(i));
+    }
+    u.take();
+    // A name of the run whose index slot no filler name took, met alone: only
+    // unit 3's entry, through the index, knows it once the cache is emptied.
+    let slot = |n: Name<'_>| cache_slot(NameKey::of(n).id, JUMP_BITS);
+    let taken: std::collections::HashSet<usize> =
+        (0..filler_count).map(|i| slot(fill(i))).collect();
+    let k = (1..RUN)
+        .find(|&k| !taken.contains(&slot(at(k))))
+        .expect("a slot of 2^15 left free by 16,334 names");
+    let sets = 1 << u.sets_log2;
+    u.recent[..sets].fill(RecentSet::default());
+    let r = u.intern(at(k));
+    let t = u.take();
+    assert!(t.unknown.is_empty(), "name {k} found on the trail");
+    assert_eq!(t.known[r.0 as usize - 1], offs[k].0);
+}
