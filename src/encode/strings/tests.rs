@@ -24,6 +24,26 @@ impl Run {
         u.learn_known(t, &self.idx.addr_cache());
         offs
     }
+
+    /// Has `u` intern `names` as each of `count` units in turn, every unit merged
+    /// and learned; returns the last unit's offsets. From the second unit on, the
+    /// trail holds the names with their offsets in the run.
+    fn units_learned(
+        &mut self,
+        u: &mut UnitInterner,
+        names: &[Name<'_>],
+        count: usize,
+    ) -> Vec<StrOffset> {
+        let mut offs = Vec::new();
+        for _ in 0..count {
+            for &n in names {
+                u.intern(n);
+            }
+            let mut t = u.take();
+            offs = self.merge_learned(u, &mut t);
+        }
+        offs
+    }
 }
 
 #[test]
@@ -491,16 +511,9 @@ fn a_trail_entry_of_an_earlier_unit_gives_a_second_entry_of_the_same_name() {
     let sec = b"next\0prev\0";
     let (next, prev) = (Name::new(&sec[0..]), Name::new(&sec[5..]));
     let mut u = UnitInterner::default();
-    let mut run = Run::new();
-    let mut offs = Vec::new();
-    for _ in 0..2 {
-        // The first unit enters the names; the second, with the run's offsets
-        // learned, leaves entries with them on the trail.
-        u.intern(next);
-        u.intern(prev);
-        let mut t = u.take();
-        offs = run.merge_learned(&mut u, &mut t);
-    }
+    // The first unit enters the names; the second, with the run's offsets
+    // learned, leaves entries with them on the trail.
+    let offs = Run::new().units_learned(&mut u, &[next, prev], 2);
     // `prev` and `next` come from the second unit's entries (through the ring's
     // index: the run is broken); after `next`, the trail predicts what followed
     // it there, the second unit's `prev`, which this unit has already entered.
@@ -535,17 +548,7 @@ fn an_empty_name_leaves_the_run_unbroken() {
     );
     let empty = Name::new(b"\0");
     let mut u = UnitInterner::default();
-    let mut run = Run::new();
-    let mut offs = Vec::new();
-    for _ in 0..2 {
-        // The second unit leaves entries with the run's offsets on the trail.
-        u.intern(first);
-        u.intern(empty);
-        u.intern(empty_at);
-        u.intern(second);
-        let mut t = u.take();
-        offs = run.merge_learned(&mut u, &mut t);
-    }
+    let offs = Run::new().units_learned(&mut u, &[first, empty, empty_at, second], 2);
     let sets = 1 << u.sets_log2;
     u.recent[..sets].fill(RecentSet::default());
     assert_eq!(u.intern(first), StrOffset(1), "through the ring's index");
@@ -576,17 +579,10 @@ fn the_trail_index_follows_names_the_prediction_finds() {
         .collect();
     let fill = |i: usize| Name::new(&filler[i * 9..]);
     let mut u = UnitInterner::default();
-    let mut run = Run::new();
     // Units 1 and 2 put the run on the trail, unit 2's entries with the run's
     // offsets; unit 3 meets it again, all but its first name predicted.
-    let mut offs = Vec::new();
-    for _ in 0..3 {
-        for i in 0..RUN {
-            u.intern(at(i));
-        }
-        let mut t = u.take();
-        offs = run.merge_learned(&mut u, &mut t);
-    }
+    let names: Vec<Name<'_>> = (0..RUN).map(at).collect();
+    let offs = Run::new().units_learned(&mut u, &names, 3);
     // Unit 4 overwrites the ring up to unit 3's entries, exclusive.
     for i in 0..filler_count {
         u.intern(fill(i));
