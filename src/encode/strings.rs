@@ -147,7 +147,8 @@ const JUMP_BITS: u32 = TRAIL_BITS + 1;
 /// types of one header after another), so the name interned next is most often
 /// the one that followed the previous name when it was interned before: on the
 /// corpus vmlinux 9.3 of the 10.8 million non-empty names are the trail's entry
-/// after the previous name's, 0.75 million more found through the index (see
+/// after the previous non-empty name's, 0.75 million more found through the
+/// index (see
 /// DESIGN.md, "The names' trail" and "Runs across empty names"). That entry is
 /// the one after it in the ring, next to memory just read, where the cache's set
 /// is a miss in a table the size of a core's L2. A name that breaks the run is
