@@ -46,6 +46,31 @@ impl Run {
     }
 }
 
+/// A section of `count` names of one length (the NULs `name` gives them
+/// included), and the name at each index.
+struct Numbered {
+    sec: Vec<u8>,
+    stride: usize,
+}
+
+impl Numbered {
+    fn new(count: usize, name: impl Fn(usize) -> String) -> Numbered {
+        let stride = name(0).len();
+        let sec = (0..count)
+            .flat_map(|i| {
+                let n = name(i);
+                assert_eq!(n.len(), stride, "names of one length");
+                n.into_bytes()
+            })
+            .collect();
+        Numbered { sec, stride }
+    }
+
+    fn at(&self, i: usize) -> Name<'_> {
+        Name::new(&self.sec[i * self.stride..])
+    }
+}
+
 #[test]
 fn interns_once() {
     let mut btf = Btf::new(None);
@@ -393,10 +418,8 @@ fn names_the_run_has_come_from_its_cache() {
 /// gets both with the run's offsets, neither read nor hashed again.
 #[test]
 fn name_cache_sets_hold_two_names() {
-    let sec: Vec<u8> = (0..4000)
-        .flat_map(|i| format!("name_{i:04}\0").into_bytes())
-        .collect();
-    let at = |i: usize| Name::new(&sec[i * 10..]);
+    let sec = Numbered::new(4000, |i| format!("name_{i:04}\0"));
+    let at = |i: usize| sec.at(i);
     let set = |i: usize| cache_slot(NameKey::of(at(i)).id, UNIT_RECENT_BITS - 1);
     let (a, b) = (0..4000)
         .find_map(|a| ((a + 1)..4000).find(|&b| set(b) == set(a)).map(|b| (a, b)))
@@ -429,10 +452,8 @@ fn several_workers_shrink_the_name_cache_not_the_names() {
         (1 << (UNIT_RECENT_BITS_SHARED - 1)) + trail_sets
     );
     assert_eq!(1 << one.sets_log2, 4 << two.sets_log2);
-    let sec: Vec<u8> = (0..40_000)
-        .flat_map(|i| format!("n{i:05}\0\0\0").into_bytes())
-        .collect();
-    let at = |i: usize| Name::new(&sec[i * 9..]);
+    let sec = Numbered::new(40_000, |i| format!("n{i:05}\0\0\0"));
+    let at = |i: usize| sec.at(i);
     let named = |mut u: UnitInterner| {
         let mut out = Vec::new();
         let mut entries = 0;
@@ -468,10 +489,8 @@ fn several_workers_shrink_the_name_cache_not_the_names() {
 /// goes to the cache instead, and is written to the trail again with it.
 #[test]
 fn runs_of_names_met_again_come_from_the_trail() {
-    let sec: Vec<u8> = (0..200)
-        .flat_map(|i| format!("member_{i:03}\0").into_bytes())
-        .collect();
-    let at = |i: usize| Name::new(&sec[i * 11..]);
+    let sec = Numbered::new(200, |i| format!("member_{i:03}\0"));
+    let at = |i: usize| sec.at(i);
     let mut u = UnitInterner::default();
     // Unit 1 meets the names; the run learns them.
     for i in 0..200 {
@@ -569,15 +588,11 @@ fn an_empty_name_leaves_the_run_unbroken() {
 #[test]
 fn the_trail_index_follows_names_the_prediction_finds() {
     const RUN: usize = 50;
-    let sec: Vec<u8> = (0..RUN)
-        .flat_map(|i| format!("member_{i:03}\0").into_bytes())
-        .collect();
-    let at = |i: usize| Name::new(&sec[i * 11..]);
+    let sec = Numbered::new(RUN, |i| format!("member_{i:03}\0"));
+    let at = |i: usize| sec.at(i);
     let filler_count = (1 << TRAIL_BITS) - RUN;
-    let filler: Vec<u8> = (0..filler_count)
-        .flat_map(|i| format!("f{i:05}\0\0\0").into_bytes())
-        .collect();
-    let fill = |i: usize| Name::new(&filler[i * 9..]);
+    let filler = Numbered::new(filler_count, |i| format!("f{i:05}\0\0\0"));
+    let fill = |i: usize| filler.at(i);
     let mut u = UnitInterner::default();
     // Units 1 and 2 put the run on the trail, unit 2's entries with the run's
     // offsets; unit 3 meets it again, all but its first name predicted.
